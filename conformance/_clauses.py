@@ -1,0 +1,270 @@
+"""The clauses of the Ray Train contract, as Ray 2.60 behaves (see `catalogue.py`)."""
+
+from conformance.catalogue import Clause as C
+
+CFG = "python/ray/train/v2/api/config.py"
+AIR = "python/ray/air/config.py"
+CKPT = "python/ray/train/_checkpoint.py"
+RESULT = "python/ray/train/v2/api/result.py"
+FN = "python/ray/train/v2/api/train_fn_utils.py"
+CTRL = "python/ray/train/v2/_internal/execution/controller/controller.py"
+CKMGR = "python/ray/train/v2/_internal/execution/checkpoint/checkpoint_manager.py"
+FAIL = "python/ray/train/v2/_internal/execution/failure_handling/default.py"
+LOCAL = "python/ray/train/v2/_internal/execution/local_mode/"
+WG = "python/ray/train/v2/_internal/execution/worker_group/worker_group.py"
+ELASTIC = "python/ray/train/v2/_internal/execution/scaling_policy/elastic.py"
+STORAGE = "python/ray/train/v2/_internal/execution/storage.py"
+DOC_CKPT = "https://docs.ray.io/en/latest/train/user-guides/checkpoints.html"
+DOC_FT = "https://docs.ray.io/en/latest/train/user-guides/fault-tolerance.html"
+DOC_PERSIST = "https://docs.ray.io/en/latest/train/user-guides/persistent-storage.html"
+DOC_RESULTS = "https://docs.ray.io/en/latest/train/user-guides/results.html"
+
+ALL = [
+    # ---------------------------------------------------------------- ScalingConfig
+    C("scaling.defaults", "MUST", "ScalingConfig fields and defaults",
+      "ScalingConfig() has the fields trainer_resources=None, num_workers=1, use_gpu=False, "
+      "resources_per_worker=None, placement_strategy='PACK', accelerator_type=None, "
+      "label_selector=None, use_tpu=False, topology=None, elastic_resize_monitor_interval_s=60.0, "
+      "in this positional order.", CFG,
+      "ScalingConfig().num_workers == 1",
+      "Code written against one implementation must mean the same thing on another."),
+    C("scaling.trainer-resources-deprecated", "MUST", "trainer_resources raises DeprecationWarning",
+      "Passing trainer_resources (any non-None value) raises DeprecationWarning at construction "
+      "(raised, not warned).", CFG,
+      "ScalingConfig(trainer_resources={'CPU': 1})  # raises DeprecationWarning",
+      "V2 has no trainer actor with resources; silently ignoring the argument would hide a "
+      "scheduling assumption."),
+    C("scaling.num-workers-type", "MUST", "num_workers is an int or a tuple of two ints",
+      "num_workers must be an int (bool included, as it is an int) or a tuple of exactly two "
+      "ints; anything else (float, list, None, str, 3-tuple) raises ValueError.", CFG,
+      "ScalingConfig(num_workers=2.0)  # ValueError",
+      "The tuple form switches on elastic training; a list by mistake must not be taken for it."),
+    C("scaling.num-workers-range", "MUST", "num_workers bounds",
+      "A negative worker count (int or the tuple's minimum) raises ValueError; a tuple whose "
+      "minimum exceeds its maximum raises ValueError; 0 selects local mode.", CFG,
+      "ScalingConfig(num_workers=(4, 1))  # ValueError: min_workers=4 must be <= max_workers=1"),
+    C("scaling.tpu-rules", "MUST", "TPU configuration rules",
+      "use_tpu with use_gpu raises ValueError; a TPU resource without use_tpu raises; use_tpu "
+      "with TPU: 0 raises; for more than one worker use_tpu requires topology then "
+      "accelerator_type and forbids label_selector; with both set the worker counts must be "
+      "multiples of the workers per slice, an unparsable topology raises, and a missing "
+      "resources_per_worker is filled in with the chips per host.", CFG,
+      "ScalingConfig(num_workers=4, use_tpu=True, topology='4x4', accelerator_type='TPU-V6E')"
+      ".resources_per_worker == {'CPU': 1, 'TPU': 4}",
+      "A multi-host TPU job can only run on whole slices; catching it at construction beats "
+      "waiting for a slice that can never be formed."),
+    C("scaling.gpu-resources-without-use-gpu", "MUST", "GPU in resources_per_worker needs use_gpu",
+      "resources_per_worker with a positive GPU count while use_gpu=False raises ValueError. "
+      "use_gpu=True with {'GPU': 0} is accepted (zero entries are dropped and GPU falls back "
+      "to 1).", AIR,
+      "ScalingConfig(resources_per_worker={'GPU': 1})  # ValueError"),
+    C("scaling.label-selector", "MUST", "label_selector list length",
+      "A list label_selector must have exactly max_workers entries, else ValueError; a dict "
+      "applies to every worker.", CFG,
+      "ScalingConfig(num_workers=2, label_selector=[{'a': 'b'}])  # ValueError"),
+    C("scaling.derived", "MUST", "Derived values",
+      "min_workers/max_workers are the int or the tuple members; elasticity_enabled is true "
+      "exactly for a tuple; per-worker resources default to {'CPU': 1} ({'GPU': 1} with "
+      "use_gpu, {'TPU': 1} with use_tpu), drop zero values and gain GPU=1 under use_gpu; "
+      "num_cpus/gpus_per_worker and additional_resources_per_worker read from them; "
+      "total_resources is per-worker resources times max_workers, as floats.", CFG,
+      "ScalingConfig(num_workers=(1, 4)).total_resources == {'CPU': 4.0}",
+      "Schedulers, autoscalers and the resources a user budgets all read these values."),
+    C("scaling.placement-strategy-lazy", "SHOULD", "placement_strategy is checked at scheduling",
+      "placement_strategy is not validated at construction; an invalid value fails when the "
+      "worker group is scheduled (fit raises ControllerError).", CFG,
+      "ScalingConfig(placement_strategy='BOGUS')  # accepted",
+      ray_note="Ray's docstring lists the four strategies but does not reject others until "
+      "a placement group is created."),
+    # ---------------------------------------------------------------- other configs
+    C("run-config.defaults", "MUST", "RunConfig defaults",
+      "RunConfig() fills name with 'ray_train_run-%Y-%m-%d_%H-%M-%S', storage_path with "
+      "'~/ray_results' expanded, empty FailureConfig/CheckpointConfig/LoggingConfig objects, "
+      "callbacks=[] and worker_runtime_env={}; a pathlib.Path storage_path becomes a str.", CFG,
+      "RunConfig().name.startswith('ray_train_run-')",
+      "The run name and storage path decide where checkpoints land and what a re-run resumes."),
+    C("run-config.deprecated", "MUST", "Deprecated RunConfig arguments raise",
+      "sync_config, verbose, stop, progress_reporter and log_to_file, when given, raise "
+      "DeprecationWarning naming the argument; runtime_env= is a TypeError.", CFG,
+      "RunConfig(stop={'x': 1})  # DeprecationWarning"),
+    C("run-config.types", "MUST", "RunConfig checks the types of its parts",
+      "callbacks must be UserCallback instances; failure_config and checkpoint_config must be "
+      "the Train classes; otherwise ValueError.", CFG,
+      "RunConfig(callbacks=[object()])  # ValueError"),
+    C("failure-config.fields", "MUST", "FailureConfig fields",
+      "FailureConfig(max_failures=0, controller_failure_limit=-1, max_preemption_failures=-1, "
+      "...) with fail_fast deprecated: any explicit fail_fast raises DeprecationWarning; "
+      "max_failures is not range-checked.", CFG,
+      "FailureConfig().max_failures == 0"),
+    C("checkpoint-config.validation", "MUST", "CheckpointConfig validation",
+      "num_to_keep must be None or >= 1 (ValueError otherwise); checkpoint_score_order must be "
+      "exactly 'max' or 'min'; checkpoint_frequency and checkpoint_at_end raise "
+      "DeprecationWarning.", CFG,
+      "CheckpointConfig(num_to_keep=0)  # ValueError"),
+    C("logging-config.level", "MUST", "LoggingConfig level",
+      "LoggingConfig(log_level=...) accepts standard level names case-insensitively and "
+      "stores them upper-case; anything else raises ValueError.", CFG,
+      "LoggingConfig('debug').log_level == 'DEBUG'"),
+    # ---------------------------------------------------------------- Checkpoint
+    C("checkpoint.from-directory", "MUST", "Checkpoint.from_directory",
+      "Checkpoint.from_directory(p) keeps p as given in .path (relative stays relative) and "
+      "has a local pyarrow filesystem; Checkpoint(path) resolves the filesystem from the "
+      "path or URI; no existence check.", CKPT,
+      "Checkpoint.from_directory('/tmp/x').path == '/tmp/x'"),
+    C("checkpoint.to-directory", "MUST", "Checkpoint.to_directory copies",
+      "to_directory(path) copies the files into path and returns it; without a path it copies "
+      "into a new temporary directory. The source is left unchanged.", CKPT,
+      "d = ckpt.to_directory()  # a fresh copy"),
+    C("checkpoint.as-directory", "MUST", "Checkpoint.as_directory does not copy local data",
+      "as_directory() on a local checkpoint yields the checkpoint's own path and does not "
+      "delete it on exit.", CKPT,
+      "with ckpt.as_directory() as d: assert d == ckpt.path"),
+    C("checkpoint.metadata", "MUST", "Checkpoint metadata",
+      "get_metadata() is {} until set; set_metadata overwrites; update_metadata merges; the "
+      "metadata is stored inside the checkpoint directory, so copies carry it.", CKPT,
+      "ckpt.update_metadata({'a': 1}); ckpt.get_metadata()['a'] == 1"),
+    C("checkpoint.pickle", "MUST", "Checkpoint pickles",
+      "A Checkpoint survives pickling with its path and filesystem; equality is identity.",
+      CKPT, "pickle.loads(pickle.dumps(ckpt)).path == ckpt.path"),
+    C("checkpoint.round-trip", "MUST", "Checkpoint directories round-trip byte for byte",
+      "Any directory tree (nested folders, empty folders, empty and binary files) copied out "
+      "with to_directory is identical to the source.", CKPT,
+      "tree(ckpt.to_directory()) == tree(src)",
+      "A checkpoint that loses an empty folder or a byte corrupts a model silently."),
+    # ---------------------------------------------------------------- report
+    C("report.outside-raises", "MUST", "report outside a training function raises",
+      "report(), get_context() and get_checkpoint() called outside a training function raise "
+      "RuntimeError.", FN, "ray.train.report({'a': 1})  # RuntimeError in the driver"),
+    C("report.barrier", "MUST", "report is collective",
+      "Every rank must call report; a report call returns on a rank only after every rank "
+      "has made the matching call.", FN,
+      "rank 1 writes a marker, then reports; rank 0's report returns after the marker exists",
+      "Checkpoint consolidation needs every rank's files; a rank racing ahead would report a "
+      "half-written checkpoint."),
+    C("report.rank0-metrics", "MUST", "Result.metrics are rank 0's",
+      "Result.metrics is rank 0's metrics dict of the latest report that carried a "
+      "checkpoint, exactly as reported (no added keys).", CTRL,
+      "ranks report {'rank': r}; result.metrics == {'rank': 0, ...}"),
+    C("report.free-metrics", "MUST", "Metrics without a checkpoint are not persisted",
+      "Metrics reported without a checkpoint appear neither in Result.metrics nor in "
+      "best_checkpoints; a run that never reported a checkpoint has Result.metrics None.",
+      CTRL, "report({'loss': 1.0}) only -> result.metrics is None",
+      ray_note="Ray's quick-start examples print result.metrics['loss'] after metric-only "
+      "reports; on 2.60 that is None. The behaviour is intended (ray-project/ray#56718)."),
+    C("report.merge-ranks", "MUST", "Checkpoints of several ranks merge",
+      "Checkpoints passed by several ranks in one report round are merged into one directory "
+      "whose name is rank 0's checkpoint_dir_name (names on other ranks are ignored).", FN,
+      "ranks write shard-<r>.bin; one dir holds both shards"),
+    C("report.nonzero-rank-checkpoint", "MUST", "A checkpoint may come from ranks other than 0",
+      "A round in which only non-zero ranks pass a checkpoint registers that checkpoint.", FN,
+      "rank 1 alone passes a checkpoint; result.checkpoint holds its files"),
+    C("report.layout", "MUST", "On-disk layout",
+      "A run writes under <storage_path>/<name>/: .validate_storage_marker, "
+      "checkpoint_manager_snapshot.json once a checkpoint is registered, and one folder per "
+      "checkpoint; nothing else is required and nothing is written outside that folder.",
+      STORAGE, "<storage>/<name>/{.validate_storage_marker, checkpoint_manager_snapshot.json, "
+      "ckpt-0/}", "Tools that restore runs (Result.from_path, resume by name) read this layout."),
+    C("report.get-checkpoint", "MUST", "get_checkpoint sees the last persisted checkpoint",
+      "get_checkpoint() is None in a fresh run and, after a report with a checkpoint returns, "
+      "is the persisted checkpoint on the reporting rank.", FN),
+    # ---------------------------------------------------------------- Result
+    C("result.fields", "MUST", "Result fields",
+      "A successful fit returns Result with checkpoint = the latest registered checkpoint "
+      "(not the best), path = the run folder, error None, return_value = rank 0's return "
+      "value.", RESULT, "result.checkpoint.path.endswith(latest_dir_name)"),
+    C("result.best-checkpoints", "MUST", "best_checkpoints order and length",
+      "best_checkpoints is a list of (Checkpoint, metrics) pairs ordered worst to best "
+      "(report order without a score attribute), at most num_to_keep long; [] when none.",
+      RESULT),
+    C("result.metrics-dataframe", "MUST", "metrics_dataframe",
+      "metrics_dataframe is a pandas DataFrame with one row per retained checkpoint's "
+      "metrics, or None when no checkpoint was reported.", RESULT),
+    C("result.get-best-checkpoint", "MUST", "Result.get_best_checkpoint",
+      "get_best_checkpoint(metric, mode) returns the checkpoint with the best value; a mode "
+      "other than 'max'/'min' raises ValueError; a metric no checkpoint has raises "
+      "RuntimeError; no checkpoints raises RuntimeError.", RESULT),
+    C("result.from-path", "MUST", "Result.from_path",
+      "Result.from_path(run folder) rebuilds the Result (checkpoint, metrics, "
+      "best_checkpoints); a missing folder or one without a snapshot raises RuntimeError.",
+      RESULT, "Result.from_path(result.path).checkpoint.path == result.checkpoint.path"),
+    # ---------------------------------------------------------------- retention
+    C("retention.best-plus-latest", "MUST", "Retention keeps the best num_to_keep and the latest",
+      "With num_to_keep=k, after each report the retained checkpoints are the best k by "
+      "checkpoint_score_attribute (ties: later is better; without an attribute: the k most "
+      "recent) plus always the latest one; evicted folders are deleted from storage.", CKMGR,
+      "scores [3, 1, 2], k=1, max -> kept: 3 (best) and 2 (latest)",
+      "Evicting the latest checkpoint would make a restart lose progress."),
+    C("retention.missing-score", "MUST", "A missing score attribute scores -inf",
+      "A checkpoint whose metrics lack checkpoint_score_attribute does not fail the run; it "
+      "is scored -inf before the order is applied, so it ranks worst under 'max' and best "
+      "under 'min'.", CKMGR,
+      ray_note="The docs do not say; Ray negates the score for 'min', turning the -inf of a "
+      "missing attribute into the best possible score."),
+    C("retention.nested-score", "MUST", "Nested metric keys",
+      "checkpoint_score_attribute looks into nested metric dicts with '/' separators "
+      "('eval/acc' reads metrics['eval']['acc']).", CKMGR),
+    # ---------------------------------------------------------------- context
+    C("context.ranks", "MUST", "TrainContext ranks on one node",
+      "On each worker get_context() reports world size N, a distinct world rank in 0..N-1, "
+      "local rank = world rank, local world size N and node rank 0 on a single node; "
+      "get_experiment_name() is RunConfig.name.", "python/ray/train/v2/api/context.py"),
+    C("context.multi-node", "MUST", "Ranks are contiguous per node",
+      "On several nodes, world ranks are contiguous per node, local_rank counts within the "
+      "node, local_world_size is the node's worker count and node_rank numbers nodes in "
+      "order of first appearance.", WG,
+      "2 nodes x 2 workers: node 0 has ranks 0,1 and node 1 has ranks 2,3"),
+    # ---------------------------------------------------------------- fault tolerance
+    C("fault.restart", "MUST", "A failed worker restarts the whole group",
+      "When a worker raises, exits or is killed and failures remain in the budget, every rank "
+      "is restarted and runs the training function again from the top.", DOC_FT),
+    C("fault.max-failures", "MUST", "max_failures counts restarts",
+      "max_failures=N allows N restarts (N+1 attempts); 0 allows none; -1 is unlimited.",
+      FAIL, "FailureConfig(max_failures=1): one crash recovers, a second fails the run"),
+    C("fault.restore-latest", "MUST", "A restart resumes from the latest checkpoint",
+      "After a restart get_checkpoint() on every rank is the latest registered checkpoint.",
+      DOC_FT),
+    C("fault.worker-group-error", "MUST", "fit raises WorkerGroupError",
+      "When the budget is spent fit() raises WorkerGroupError, a TrainingFailedError, whose "
+      "worker_failures maps world rank to the original exception (for a raising rank).", FAIL,
+      "except WorkerGroupError as e: e.worker_failures[1] is the user's exception"),
+    C("fault.restart-first-report", "SHOULD", "A crash at a restarted attempt's first report is a worker failure",
+      "A worker that fails before its first report on a restarted attempt is charged to "
+      "max_failures like any other worker failure.", FAIL,
+      ray_note="Ray 2.60 may classify it as a worker-group start failure and raise "
+      "ControllerError with a budget of 0 (see research/ray_observed.md)."),
+    C("fault.acknowledged-checkpoint", "SHOULD", "Acknowledged checkpoints survive failures",
+      "A checkpoint whose report() returned on every rank before a failure is the one the "
+      "restarted attempt resumes from (or a later one).", DOC_FT,
+      "rank 1 dies right after report(step=2) returned; the restart sees step 2",
+      "Users delete local state after report returns; resuming from an older checkpoint "
+      "silently repeats work.",
+      ray_note="Ray 2.60 can drop a report it has not consumed yet at restart and resume "
+      "from the checkpoint before it."),
+    # ---------------------------------------------------------------- resume
+    C("resume.by-name", "MUST", "A second fit with the same name resumes",
+      "fit() with the same (storage_path, name) as a finished or failed run starts with "
+      "get_checkpoint() = that run's latest checkpoint.", DOC_FT),
+    # ---------------------------------------------------------------- local mode
+    C("local.in-driver", "MUST", "Local mode runs in the driver",
+      "num_workers=0 runs the training function synchronously in the process that called "
+      "fit(), with world size 1 and rank 0.", LOCAL),
+    C("local.result", "MUST", "Local mode report and Result",
+      "In local mode Result.metrics is the last reported metrics (even without a "
+      "checkpoint), Result.checkpoint is the last reported Checkpoint, get_checkpoint() "
+      "returns the last checkpoint reported in the run, return_value is the function's.",
+      LOCAL, ray_note="Differs from distributed mode, where metric-only reports are dropped."),
+    C("local.exceptions", "MUST", "Local mode exceptions propagate unwrapped",
+      "An exception raised by the training function in local mode propagates from fit() "
+      "as the same object, not wrapped in TrainingFailedError.", LOCAL),
+    # ---------------------------------------------------------------- elastic
+    C("elastic.start-what-fits", "MUST", "Elastic training starts with what fits",
+      "num_workers=(min, max) starts with as many workers as the cluster can hold, up to max.",
+      ELASTIC),
+    C("elastic.wait-below-min", "MUST", "Elastic training waits below min",
+      "While fewer than min workers fit, no worker group starts; once resources appear it "
+      "starts.", ELASTIC),
+    C("elastic.grow", "MUST", "Elastic training grows onto new nodes",
+      "When nodes are added, the group restarts at the larger size within about "
+      "elastic_resize_monitor_interval_s, resumes from the latest checkpoint, and the "
+      "resize is not charged to max_failures.", ELASTIC),
+]

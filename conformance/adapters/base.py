@@ -1,0 +1,127 @@
+"""The adapter interface: the only thing checks know about an implementation.
+
+Checks reach the implementation's public namespace through `adapter.train`
+(the module that plays `ray.train`) and run trainers through `adapter.fit`, which
+enforces a deadline: a fit that does not finish in time is returned as a hang
+(with the stacks the workers dumped), the implementation is reset, and the suite goes on.
+
+Capabilities name optional powers (`multinode`, `add_node`, `remove_node`, `kill_node`,
+`elastic`); a check needing one an adapter lacks is skipped with the reason printed.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import time
+from typing import Any, Callable
+
+
+class Unsupported(Exception):
+    """Raised by an adapter for a capability it lacks; the suite turns it into a skip."""
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeSpec:
+    cpus: int = 2
+    gpus: int = 0
+    resources: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What one fit() did: a Result, or the exception it raised, or a hang."""
+
+    result: Any = None
+    error: BaseException | None = None
+    elapsed_s: float = 0.0
+    hang: bool = False
+    stacks: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.hang
+
+
+class ClusterHandle(abc.ABC):
+    """A multi-node cluster the adapter started; nodes are opaque handles."""
+
+    nodes: list
+
+    @abc.abstractmethod
+    def add_node(self, spec: NodeSpec) -> Any: ...
+
+    @abc.abstractmethod
+    def remove_node(self, node: Any) -> None: ...
+
+    def kill_node(self, node: Any) -> None:
+        self.remove_node(node)
+
+
+class FitHandle(abc.ABC):
+    """A fit() started in the background (so a check can change the cluster meanwhile)."""
+
+    @abc.abstractmethod
+    def wait(self) -> Outcome: ...
+
+
+class Adapter(abc.ABC):
+    name: str = "abstract"
+    capabilities: frozenset = frozenset()
+    #: seconds a fit may take before it is a hang (checks may scale it)
+    fit_deadline_s: float = 60.0
+    #: Hypothesis examples for properties whose every example runs fit()
+    fit_examples: int = 3
+
+    # ------------------------------------------------------------ namespace
+    @property
+    @abc.abstractmethod
+    def train(self):
+        """The module that plays `ray.train`."""
+
+    @property
+    def DataParallelTrainer(self):  # noqa: N802 - mirrors the class name
+        return self.train.DataParallelTrainer
+
+    @abc.abstractmethod
+    def version(self) -> str: ...
+
+    def describe(self) -> str:
+        return f"{type(self).__module__}:{type(self).__name__}"
+
+    # ------------------------------------------------------------ lifecycle
+    def setup(self) -> None:
+        """Start whatever the implementation needs (once per test session)."""
+
+    def teardown(self) -> None:
+        """Stop it."""
+
+    def reset(self) -> None:
+        """Throw away possibly poisoned state after a hang or a failed run."""
+
+    # ------------------------------------------------------------ running
+    @abc.abstractmethod
+    def start_fit(self, make_trainer: Callable[[], Any], deadline_s: float) -> FitHandle:
+        """Call make_trainer().fit() where the implementation's driver runs."""
+
+    def fit(self, make_trainer: Callable[[], Any], deadline_s: float | None = None) -> Outcome:
+        return self.start_fit(make_trainer, deadline_s or self.fit_deadline_s).wait()
+
+    def cluster(self, nodes: list[NodeSpec]) -> ClusterHandle:
+        """Replace the default cluster with one of the given nodes (a context manager)."""
+        raise Unsupported(f"adapter {self.name!r} has no multi-node cluster")
+
+    @staticmethod
+    def node_id_function() -> Callable[[], str] | None:
+        """A picklable function that, on a worker, returns its node's id (None: unknown)."""
+        return None
+
+
+def timed(fn: Callable[[], Any]) -> Outcome:
+    """Run fn in this thread, capturing its result or exception as an Outcome."""
+    start = time.monotonic()
+    try:
+        result = fn()
+    except BaseException as exc:  # noqa: BLE001 - the outcome carries it to the check
+        return Outcome(error=exc, elapsed_s=time.monotonic() - start)
+    return Outcome(result=result, elapsed_s=time.monotonic() - start)

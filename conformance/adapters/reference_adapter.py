@@ -1,0 +1,95 @@
+"""Adapter for trainspec's own reference implementation (`reference.train`).
+
+fit() runs in a thread of the test process (the reference's driver is in-process, as Ray's
+is); the deadline is enforced by joining that thread, and on expiry the stacks of every
+thread are dumped into the outcome. Multi-node clusters come from `simcluster`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import sys
+import threading
+import time
+import traceback
+
+from conformance.adapters.base import Adapter, FitHandle, NodeSpec, Outcome, timed
+
+
+def _all_stacks() -> str:
+    lines = []
+    for tid, frame in sys._current_frames().items():
+        lines.append(f"--- thread {tid}")
+        lines.extend(traceback.format_stack(frame))
+    return "".join(lines)
+
+
+class _ThreadFit(FitHandle):
+    def __init__(self, adapter: Adapter, make_trainer, deadline_s: float):
+        self._adapter, self._deadline_s = adapter, deadline_s
+        self._outcome: Outcome | None = None
+        self._start = time.monotonic()
+        self._thread = threading.Thread(
+            target=self._run, args=(make_trainer,), name="trainspec-fit", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, make_trainer):
+        self._outcome = timed(lambda: make_trainer().fit())
+
+    def wait(self) -> Outcome:
+        self._thread.join(max(0.0, self._deadline_s - (time.monotonic() - self._start)))
+        if self._thread.is_alive():
+            stacks = _all_stacks()
+            self._adapter.reset()
+            return Outcome(hang=True, elapsed_s=time.monotonic() - self._start, stacks=stacks)
+        return self._outcome
+
+
+class ReferenceAdapter(Adapter):
+    name = "reference"
+    capabilities = frozenset({"multinode", "add_node", "remove_node", "kill_node", "elastic"})
+    fit_deadline_s = 60.0
+    fit_examples = 10
+
+    @property
+    def train(self):
+        return importlib.import_module("reference.train")
+
+    def version(self) -> str:
+        import reference
+
+        return getattr(reference, "__version__", "unknown")
+
+    def start_fit(self, make_trainer, deadline_s: float) -> FitHandle:
+        return _ThreadFit(self, make_trainer, deadline_s)
+
+    def reset(self) -> None:
+        reference = importlib.import_module("reference")
+        shutdown = getattr(reference, "shutdown", None)
+        if shutdown is not None:
+            shutdown()
+
+    @contextlib.contextmanager
+    def cluster(self, nodes: list[NodeSpec]):
+        reference = importlib.import_module("reference")
+        simcluster = importlib.import_module("simcluster")
+        specs = [simcluster.NodeSpec(cpus=n.cpus, gpus=n.gpus, resources=dict(n.resources))
+                 for n in nodes]
+        with simcluster.Cluster(nodes=specs) as cluster:
+            reference.init(address=cluster.address)
+            try:
+                yield cluster
+            finally:
+                reference.shutdown()
+
+    @staticmethod
+    def node_id_function():
+        return _node_id
+
+
+def _node_id() -> str:
+    import os
+
+    return os.environ.get("SIMCLUSTER_NODE_ID", "node-0")

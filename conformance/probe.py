@@ -1,0 +1,211 @@
+"""Instrumented training functions: what every rank did, recorded as data.
+
+A check builds a `Script` (steps, which ranks checkpoint, faults to inject) and hands
+`run_script` to the implementation's trainer with `train_loop_config={"script": script}`.
+Each rank appends JSON events to a journal file in a folder shared by all workers of the
+test (one `write()` per line with O_APPEND, so lines from several processes never tear).
+The journal is the portable history the checkers in `conformance.history` read.
+
+Attempts are counted without help from the implementation: each rank drops a marker file
+at start, so rank r's attempt number is the number of markers rank r left before.
+
+Faults are portable too: "rank r raises / calls os._exit / is SIGKILLed just before its
+k-th report (0-based, counted within the attempt) on attempt a".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import faulthandler
+import importlib
+import json
+import os
+import signal
+import time
+from typing import Any, Callable, Literal
+
+FaultKind = Literal["raise", "exit", "sigkill"]
+
+
+class InjectedFault(RuntimeError):
+    """The exception a `raise` fault throws inside the training function."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Fault:
+    kind: FaultKind
+    rank: int
+    report: int
+    attempt: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.kind}(rank={self.rank}, report={self.report}, attempt={self.attempt})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Script:
+    journal_dir: str
+    train_module: str
+    steps: int = 3
+    #: step -> ranks that pass a checkpoint at that step; steps not listed: no checkpoint.
+    #: None means every rank checkpoints at every step.
+    checkpoints: dict | None = None
+    #: step -> extra metrics for that step (e.g. scores); merged into every rank's metrics
+    metrics: dict = dataclasses.field(default_factory=dict)
+    faults: tuple = ()
+    node_id: Callable[[], str] | None = None
+    #: seconds to sleep before each report (lets a cluster change under a running fit)
+    step_sleep_s: float = 0.0
+    #: rank that sleeps before writing its "arrived" marker (report barrier check)
+    late_rank: int | None = None
+    #: stop once this many steps ran at this world size (elastic checks); None: run all steps
+    stop_at_world_size: int | None = None
+    stack_dump_after_s: float = 50.0
+
+    def checkpointing_ranks(self, step: int, world_size: int) -> tuple:
+        if self.checkpoints is None:
+            return tuple(range(world_size))
+        return tuple(self.checkpoints.get(step, ()))
+
+
+class Journal:
+    def __init__(self, folder: str):
+        self.folder = folder
+        self.path = os.path.join(folder, "journal.jsonl")
+
+    def record(self, **event: Any) -> None:
+        event.setdefault("t", time.monotonic())
+        line = (json.dumps(event, default=str) + "\n").encode()
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+
+    def events(self, ev: str | None = None) -> list[dict]:
+        try:
+            with open(self.path) as f:
+                rows = [json.loads(line) for line in f if line.strip()]
+        except FileNotFoundError:
+            return []
+        return [r for r in rows if ev is None or r["ev"] == ev]
+
+    def next_attempt(self, rank: int) -> int:
+        marker_dir = os.path.join(self.folder, "attempts")
+        os.makedirs(marker_dir, exist_ok=True)
+        attempt = sum(1 for n in os.listdir(marker_dir) if n.startswith(f"rank{rank}."))
+        open(os.path.join(marker_dir, f"rank{rank}.{attempt}"), "w").close()
+        return attempt
+
+    def stacks(self) -> str:
+        parts = []
+        for name in sorted(os.listdir(self.folder)):
+            if name.startswith("stacks-"):
+                with open(os.path.join(self.folder, name)) as f:
+                    text = f.read()
+                if text.strip():
+                    parts.append(f"=== {name}\n{text}")
+        return "\n".join(parts)
+
+
+def fire(fault: Fault) -> None:
+    if fault.kind == "raise":
+        raise InjectedFault(str(fault))
+    if fault.kind == "exit":
+        os._exit(1)
+    if fault.kind == "sigkill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    raise ValueError(f"Fault.kind={fault.kind!r}: expected 'raise', 'exit' or 'sigkill'")
+
+
+def read_state(train, checkpoint) -> dict | None:
+    """The state a scripted checkpoint holds: {'step', 'ranks': {rank: attempt}}."""
+    if checkpoint is None:
+        return None
+    with checkpoint.as_directory() as d:
+        shards = sorted(n for n in os.listdir(d) if n.startswith("shard-"))
+        states = []
+        for n in shards:
+            with open(os.path.join(d, n)) as f:
+                states.append(json.load(f))
+    if not states:
+        return {"step": None, "ranks": {}, "path": checkpoint.path}
+    return {
+        "step": states[0]["step"],
+        "ranks": {s["rank"]: s["attempt"] for s in states},
+        "path": checkpoint.path,
+    }
+
+
+def write_checkpoint(train, folder: str, step: int, rank: int, attempt: int):
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, f"shard-{rank}.json"), "w") as f:
+        json.dump({"step": step, "rank": rank, "attempt": attempt}, f)
+    return train.Checkpoint.from_directory(folder)
+
+
+def run_script(config: dict) -> dict:
+    s: Script = config["script"]
+    train = importlib.import_module(s.train_module)
+    ctx = train.get_context()
+    rank, world = ctx.get_world_rank(), ctx.get_world_size()
+    journal = Journal(s.journal_dir)
+    attempt = journal.next_attempt(rank)
+    stack_file = open(os.path.join(s.journal_dir, f"stacks-rank{rank}-a{attempt}.txt"), "w")
+    faulthandler.dump_traceback_later(s.stack_dump_after_s, exit=False, file=stack_file)
+    try:
+        restored = read_state(train, train.get_checkpoint())
+        journal.record(
+            ev="start", rank=rank, attempt=attempt, world_size=world,
+            local_rank=ctx.get_local_rank(), local_world_size=ctx.get_local_world_size(),
+            node_rank=ctx.get_node_rank(), node_id=s.node_id() if s.node_id else None,
+            pid=os.getpid(), experiment=ctx.get_experiment_name(), restored=restored,
+        )
+        first = 0 if restored is None or restored["step"] is None else restored["step"] + 1
+        steps_at_this_size = 0
+        for index, step in enumerate(range(first, s.steps)):
+            for fault in s.faults:
+                if (fault.rank, fault.report, fault.attempt) == (rank, index, attempt):
+                    journal.record(ev="fault", rank=rank, attempt=attempt, step=step,
+                                   fault=str(fault))
+                    fire(fault)
+            if s.step_sleep_s:
+                time.sleep(s.step_sleep_s)
+            checkpoint = None
+            if rank in s.checkpointing_ranks(step, world):
+                folder = os.path.join(s.journal_dir, "local", f"a{attempt}-r{rank}-s{step}")
+                checkpoint = write_checkpoint(train, folder, step, rank, attempt)
+            metrics = {"step": step, "rank": rank, "attempt": attempt, **s.metrics.get(step, {})}
+            if s.late_rank == rank:
+                time.sleep(1.0)
+            journal.record(ev="report", rank=rank, attempt=attempt, step=step,
+                           checkpoint=checkpoint is not None, world_size=world)
+            train.report(metrics, checkpoint=checkpoint,
+                         checkpoint_dir_name=f"ckpt-{step:04d}" if rank == 0 else f"r{rank}-x")
+            after = train.get_checkpoint()
+            journal.record(ev="reported", rank=rank, attempt=attempt, step=step,
+                           peers_arrived=_arrived(journal, attempt, step, world),
+                           checkpoint_path=None if after is None else after.path)
+            steps_at_this_size += 1
+            if s.stop_at_world_size is not None and world >= s.stop_at_world_size \
+                    and steps_at_this_size >= 2:
+                break
+        journal.record(ev="end", rank=rank, attempt=attempt)
+        return {"rank": rank, "attempt": attempt, "world_size": world}
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+        stack_file.close()
+
+
+def _arrived(journal: Journal, attempt: int, step: int, world: int) -> list:
+    """Ranks whose report event for (attempt, step) is in the journal."""
+    return sorted({e["rank"] for e in journal.events("report")
+                   if e["attempt"] == attempt and e["step"] == step})
+
+
+def script(impl, tmp_path, **kwargs) -> Script:
+    """A Script for the adapter's implementation, journaling under tmp_path."""
+    folder = os.path.join(str(tmp_path), "journal")
+    os.makedirs(folder, exist_ok=True)
+    return Script(journal_dir=folder, train_module=impl.train.__name__,
+                  node_id=impl.node_id_function(), **kwargs)
