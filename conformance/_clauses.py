@@ -249,10 +249,16 @@ ALL = [
       "num_workers=0 runs the training function synchronously in the process that called "
       "fit(), with world size 1 and rank 0.", LOCAL),
     C("local.result", "MUST", "Local mode report and Result",
-      "In local mode Result.metrics is the last reported metrics (even without a "
-      "checkpoint), Result.checkpoint is the last reported Checkpoint, get_checkpoint() "
-      "returns the last checkpoint reported in the run, return_value is the function's.",
-      LOCAL, ray_note="Differs from distributed mode, where metric-only reports are dropped."),
+      "In local mode nothing is persisted: Result.metrics is the metrics of the last "
+      "report (even without a checkpoint); Result.checkpoint and get_checkpoint() are the "
+      "Checkpoint object passed to the last report (None when that report had none); "
+      "Result.path is None; return_value is the function's.", LOCAL,
+      "report(m1, checkpoint=c); report(m2) -> result.metrics == m2, result.checkpoint None",
+      "Users debug their loop in local mode; they must know it forgets a checkpoint as soon "
+      "as a metrics-only report follows.",
+      ray_note="Differs from distributed mode, where metric-only reports are dropped and the "
+      "latest checkpoint stays. Notes that say local mode keeps the last checkpoint are "
+      "wrong for 2.60."),
     C("local.exceptions", "MUST", "Local mode exceptions propagate unwrapped",
       "An exception raised by the training function in local mode propagates from fit() "
       "as the same object, not wrapped in TrainingFailedError.", LOCAL),

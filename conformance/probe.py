@@ -6,8 +6,7 @@ Each rank appends JSON events to a journal file in a folder shared by all worker
 test (one `write()` per line with O_APPEND, so lines from several processes never tear).
 The journal is the portable history the checkers in `conformance.history` read.
 
-Attempts are counted without help from the implementation: each rank drops a marker file
-at start, so rank r's attempt number is the number of markers rank r left before.
+Attempts are counted without help from the implementation (see `Journal.next_attempt`).
 
 Faults are portable too: "rank r raises / calls os._exit / is SIGKILLed just before its
 k-th report (0-based, counted within the attempt) on attempt a".
@@ -17,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import faulthandler
+import fcntl
 import importlib
 import json
 import os
@@ -91,11 +91,28 @@ class Journal:
         return [r for r in rows if ev is None or r["ev"] == ev]
 
     def next_attempt(self, rank: int) -> int:
-        marker_dir = os.path.join(self.folder, "attempts")
-        os.makedirs(marker_dir, exist_ok=True)
-        attempt = sum(1 for n in os.listdir(marker_dir) if n.startswith(f"rank{rank}."))
-        open(os.path.join(marker_dir, f"rank{rank}.{attempt}"), "w").close()
-        return attempt
+        """This worker's attempt number.
+
+        A new attempt begins when a worker starts while a worker of the current attempt is
+        gone: implementations restart a group only after the previous one is torn down,
+        and within an attempt every rank starts before any report can complete. Counting
+        per rank would not do: after an elastic resize, new ranks appear.
+        """
+        state_path = os.path.join(self.folder, "attempts.json")
+        with open(os.path.join(self.folder, "attempts.lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                with open(state_path) as f:
+                    state = json.load(f)
+            except FileNotFoundError:
+                state = {"attempt": 0, "pids": []}
+            if state["pids"] and not all(_alive(p) for p in state["pids"]):
+                state = {"attempt": state["attempt"] + 1, "pids": []}
+            state["pids"].append(os.getpid())
+            with open(state_path + ".tmp", "w") as f:
+                json.dump(state, f)
+            os.replace(state_path + ".tmp", state_path)
+            return state["attempt"]
 
     def stacks(self) -> str:
         parts = []
@@ -106,6 +123,14 @@ class Journal:
                 if text.strip():
                     parts.append(f"=== {name}\n{text}")
         return "\n".join(parts)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
 
 
 def fire(fault: Fault) -> None:
@@ -164,13 +189,13 @@ def run_script(config: dict) -> dict:
         first = 0 if restored is None or restored["step"] is None else restored["step"] + 1
         steps_at_this_size = 0
         for index, step in enumerate(range(first, s.steps)):
+            if s.step_sleep_s:
+                time.sleep(s.step_sleep_s)
             for fault in s.faults:
                 if (fault.rank, fault.report, fault.attempt) == (rank, index, attempt):
                     journal.record(ev="fault", rank=rank, attempt=attempt, step=step,
                                    fault=str(fault))
                     fire(fault)
-            if s.step_sleep_s:
-                time.sleep(s.step_sleep_s)
             checkpoint = None
             if rank in s.checkpointing_ranks(step, world):
                 folder = os.path.join(s.journal_dir, "local", f"a{attempt}-r{rank}-s{step}")
@@ -202,10 +227,3 @@ def _arrived(journal: Journal, attempt: int, step: int, world: int) -> list:
     return sorted({e["rank"] for e in journal.events("report")
                    if e["attempt"] == attempt and e["step"] == step})
 
-
-def script(impl, tmp_path, **kwargs) -> Script:
-    """A Script for the adapter's implementation, journaling under tmp_path."""
-    folder = os.path.join(str(tmp_path), "journal")
-    os.makedirs(folder, exist_ok=True)
-    return Script(journal_dir=folder, train_module=impl.train.__name__,
-                  node_id=impl.node_id_function(), **kwargs)

@@ -60,7 +60,7 @@ def markdown(report: dict) -> str:
         f"- adapter: `{r['adapter']}`", f"- platform: {r['platform']}",
         f"- date: {r['date']}; wall time {r['wall_s']} s",
         f"- Hypothesis profile `{r['hypothesis_profile']}`, seed `{r['hypothesis_seed']}`",
-        f"- clauses: " + ", ".join(f"{k} {v}" for k, v in sorted(r["totals"].items())), "",
+        "- clauses: " + ", ".join(f"{k} {v}" for k, v in sorted(r["totals"].items())), "",
         "| clause | level | status | checks | note |", "| --- | --- | --- | --- | --- |",
     ]
     for cid, c in r["clauses"].items():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import tempfile
+import time
 import uuid
 from typing import Any, Callable
 
@@ -41,8 +42,11 @@ class TrainerFactory:
 
     cls: Any
     kwargs: dict
+    journal_dir: str | None = None
 
     def __call__(self):
+        if self.journal_dir:  # which process calls fit() (local mode runs there)
+            Journal(self.journal_dir).record(ev="fit", pid=os.getpid())
         return self.cls(**self.kwargs)
 
 
@@ -50,20 +54,20 @@ def workspace(prefix: str = "trainspec-") -> str:
     return tempfile.mkdtemp(prefix=prefix)
 
 
-def new_script(impl, folder: str, **kwargs) -> Script:
-    journal = os.path.join(folder, "journal")
+def new_script(impl, folder: str, journal: str = "journal", **kwargs) -> Script:
+    journal = os.path.join(folder, journal)
     os.makedirs(journal, exist_ok=True)
     return Script(journal_dir=journal, train_module=impl.train.__name__,
                   node_id=impl.node_id_function(), **kwargs)
 
 
 def run(impl, script: Script, *, num_workers, folder: str, name: str | None = None,
-        checkpoint_config=None, failure_config=None, elastic_interval_s: float | None = None,
+        storage: str | None = None, checkpoint_config=None, failure_config=None, elastic_interval_s: float | None = None,
         deadline_s: float | None = None, background: bool = False):
     """Run `run_script` under the implementation's DataParallelTrainer."""
     t = impl.train
     name = name or f"run-{uuid.uuid4().hex[:8]}"
-    storage = os.path.join(folder, "storage")
+    storage = storage or os.path.join(folder, "storage")
     scaling = dict(num_workers=num_workers)
     if elastic_interval_s is not None:
         scaling["elastic_resize_monitor_interval_s"] = elastic_interval_s
@@ -75,18 +79,28 @@ def run(impl, script: Script, *, num_workers, folder: str, name: str | None = No
     factory = TrainerFactory(impl.DataParallelTrainer, dict(
         train_loop_per_worker=run_script, train_loop_config={"script": script},
         scaling_config=t.ScalingConfig(**scaling), run_config=run_config,
-    ))
+    ), journal_dir=script.journal_dir)
     setting = (f"{impl.name}: DataParallelTrainer(num_workers={num_workers!r}), "
                f"faults={[str(f) for f in script.faults]}, "
                f"checkpoint_config={checkpoint_config}, failure_config={failure_config}")
     journal = Journal(script.journal_dir)
     if background:
-        return impl.start_fit(factory, deadline_s or impl.fit_deadline_s), \
-            (lambda outcome: Run(outcome, journal, storage, name, setting))
+        handle = impl.start_fit(factory, deadline_s or impl.fit_deadline_s)
+        return handle, Run(None, journal, storage, name, setting)
     outcome = impl.fit(factory, deadline_s)
     if outcome.hang:
         outcome.stacks = (outcome.stacks + "\n" + journal.stacks()).strip()
     return Run(outcome, journal, storage, name, setting)
+
+
+def wait_for(predicate: Callable[[], Any], timeout_s: float, interval_s: float = 0.1):
+    """Poll predicate until it returns something truthy or the deadline passes."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(interval_s)
 
 
 def shared(impl, key: str, build: Callable[[Any], Run]) -> Run:

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Everything CI runs, in order. Fails on the first failing step.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+ci/setup.sh
+echo "setup: $(( $(date +%s) - start )) s"
+ci/test.sh
+echo "tests: $(( $(date +%s) - start )) s"
+ci/conformance.sh reference ray
+echo "total: $(( $(date +%s) - start )) s"

@@ -1,0 +1,55 @@
+"""Elastic training, num_workers=(min, max), on a cluster that grows (`elastic.*`)."""
+
+from __future__ import annotations
+
+from conformance import expect, history
+from conformance.adapters.base import NodeSpec
+from conformance.catalogue import clause
+from conformance.checks.check_context import needs
+from conformance.scenarios import new_script, run, wait_for, workspace
+
+INTERVAL_S = 2.0
+
+
+def _grow(impl, num_workers, target, observe_s: float):
+    needs(impl, "elastic")
+    with impl.cluster([NodeSpec(cpus=2)]) as cluster:
+        folder = workspace()
+        script = new_script(impl, folder, steps=600, step_sleep_s=0.25,
+                            stop_at_world_size=target)
+        handle, r = run(impl, script, num_workers=num_workers, folder=folder,
+                        elastic_interval_s=INTERVAL_S, deadline_s=3 * impl.fit_deadline_s,
+                        failure_config=impl.train.FailureConfig(max_failures=0),
+                        background=True)
+        # until a group starts (or, when none should, for a few monitor intervals)
+        started = wait_for(lambda: r.events("start"), timeout_s=observe_s)
+        before = [s["world_size"] for s in r.events("start")]
+        cluster.add_node(NodeSpec(cpus=2))
+        r.outcome = handle.wait()
+    setting = f"{r.setting}, 1 node x 2 CPUs, then a second added"
+    return r, bool(started), before, setting
+
+
+@clause("elastic.start-what-fits", "elastic.grow")
+def check_elastic_grows_onto_new_node(impl):
+    r, started, before, setting = _grow(impl, (1, 4), 4, impl.fit_deadline_s / 2)
+    expect.succeeded(r.outcome, setting + " (max_failures=0: a resize is not a failure)")
+    expect.equal(started, True, "a worker group started before the node was added", setting)
+    expect.equal(sorted(set(before)), [2], "world size before the node was added", setting)
+    events = r.events()
+    sizes = [starts[0]["world_size"] for starts in history.attempts(events).values()]
+    expect.equal(sizes[-1], 4, "world size of the last attempt", setting)
+    expect.verdict(history.world_size_within(events, 1, 4), setting)
+    expect.verdict(history.ranks_complete(events), setting)
+    expect.verdict(history.restores_latest(events), setting)
+
+
+@clause("elastic.wait-below-min")
+def check_elastic_waits_below_min(impl):
+    r, started, before, setting = _grow(impl, (3, 4), 3, 4 * INTERVAL_S)
+    expect.succeeded(r.outcome, setting)
+    expect.equal(before, [], "world sizes started while only 2 CPUs existed (min is 3)",
+                 setting)
+    sizes = [s["world_size"] for s in r.events("start")]
+    expect.equal(bool(sizes) and min(sizes) >= 3, True,
+                 f"every started world size >= 3 (seen {sizes})", setting)

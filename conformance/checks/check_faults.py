@@ -1,0 +1,117 @@
+"""Fault tolerance: restarts, the failure budget, what a restart resumes from (`fault.*`).
+
+Faults are portable: "rank r raises / calls os._exit / is SIGKILLed just before its k-th
+report on attempt a" (see `conformance.probe`). Schedules are Hypothesis strategies, so a
+failing schedule shrinks to a minimal one.
+"""
+
+from __future__ import annotations
+
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from conformance import expect, history
+from conformance.catalogue import clause
+from conformance.probe import Fault, InjectedFault
+from conformance.scenarios import new_script, run, workspace
+from conformance.settings import fit_settings
+
+STEPS = 4
+WORKERS = 2
+
+
+@st.composite
+def schedules(draw):
+    """One fault per attempt for the first f attempts, never at an attempt's first report
+    after a restart (that case has its own SHOULD clause), and a failure budget."""
+    failures = draw(st.integers(1, 2))
+    faults = tuple(
+        Fault(draw(st.sampled_from(["raise", "exit", "sigkill"])),
+              rank=draw(st.integers(0, WORKERS - 1)),
+              report=draw(st.integers(1, 2)), attempt=a)
+        for a in range(failures)
+    )
+    max_failures = draw(st.sampled_from([failures - 1, failures, -1]))
+    return faults, max_failures
+
+
+def _run(impl, faults, max_failures, steps=STEPS, **kw):
+    folder = workspace()
+    script = new_script(impl, folder, steps=steps, faults=faults, **kw)
+    return run(impl, script, num_workers=WORKERS, folder=folder,
+               failure_config=impl.train.FailureConfig(max_failures=max_failures))
+
+
+def _check_schedule(impl, faults, max_failures):
+    r = _run(impl, faults, max_failures)
+    events = r.events()
+    budget_ok = max_failures == -1 or len(faults) <= max_failures
+    if not budget_ok:
+        err = expect.failed(r.outcome, impl.train.WorkerGroupError, r.setting)
+        expect.equal(isinstance(err, impl.train.TrainingFailedError), True,
+                     "WorkerGroupError is a TrainingFailedError", r.setting)
+        expect.equal(len(history.attempts(events)), max_failures + 1,
+                     "attempts started before fit() gave up", r.setting)
+        return
+    result = expect.succeeded(r.outcome, r.setting)
+    groups = history.attempts(events)
+    expect.equal(len(groups), len(faults) + 1, "attempts started", r.setting)
+    expect.verdict(history.ranks_complete(events), r.setting)
+    pids = [{s["pid"] for s in starts} for starts in groups.values()]
+    for a in range(1, len(pids)):
+        expect.equal(pids[a] & pids[a - 1], set(),
+                     f"pids reused from attempt {a - 1} in attempt {a} (whole group restarts)",
+                     r.setting)
+    expect.verdict(history.restores_latest(events), r.setting)
+    expect.equal(result.metrics["step"], STEPS - 1, "result.metrics['step']", r.setting)
+
+
+@clause("fault.restart", "fault.max-failures", "fault.restore-latest",
+        "fault.worker-group-error")
+def check_fault_schedules(impl):
+    @fit_settings(impl)
+    @given(schedules())
+    @example(((Fault("exit", rank=1, report=2, attempt=0),), 1))
+    @example(((Fault("sigkill", rank=0, report=1, attempt=0),
+               Fault("raise", rank=1, report=1, attempt=1)), -1))
+    def prop(schedule):
+        _check_schedule(impl, *schedule)
+
+    prop()
+
+
+@clause("fault.worker-group-error", "fault.max-failures")
+def check_worker_failures_keyed_by_rank(impl):
+    fault = Fault("raise", rank=1, report=1)
+    r = _run(impl, (fault,), 0)
+    err = expect.failed(r.outcome, impl.train.WorkerGroupError, r.setting)
+    failures = err.worker_failures
+    expect.equal(sorted(failures), [1], "sorted(worker_failures)", r.setting)
+    original = failures[1]
+    expect.equal(type(original).__name__, InjectedFault.__name__,
+                 "type of worker_failures[1]", r.setting)
+    expect.equal(str(original), str(fault), "str(worker_failures[1])", r.setting)
+    expect.equal(len(history.attempts(r.events())), 1, "attempts with max_failures=0",
+                 r.setting)
+
+
+@clause("fault.restart-first-report")
+def check_failure_at_first_report_after_restart(impl):
+    faults = (Fault("raise", rank=1, report=1, attempt=0),
+              Fault("exit", rank=1, report=0, attempt=1))
+    r = _run(impl, faults, 2)
+    expect.succeeded(r.outcome, r.setting)
+    expect.equal(len(history.attempts(r.events())), 3, "attempts started", r.setting)
+
+
+@clause("fault.acknowledged-checkpoint")
+def check_acknowledged_checkpoint_survives(impl):
+    # rank 1 dies just before its 4th report, 0.3 s after every rank's 3rd report returned
+    fault = Fault("exit", rank=1, report=3)
+    r = _run(impl, (fault,), 1, steps=5, step_sleep_s=0.3)
+    expect.succeeded(r.outcome, r.setting)
+    events = r.events()
+    acked = history.acknowledged_steps(events, 0)
+    expect.equal(acked[-1:], [2], "latest step acknowledged on every rank before the crash",
+                 r.setting)
+    expect.verdict(history.restores_latest(events), r.setting)

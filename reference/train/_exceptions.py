@@ -1,0 +1,93 @@
+"""The errors a training run reports to the driver.
+
+::
+
+    Exception
+     +-- RayTrainError              base of every error the train library raises itself
+          +-- TrainingFailedError   raised by fit() when the run fails
+               +-- WorkerGroupError   raised when training workers failed (exception or death)
+               |    +-- NCCLHangError   raised when a collective hang was detected on the workers
+               +-- ControllerError    raised when the driver-side controller failed
+               +-- PreemptionError    raised when nodes of the run were preempted
+
+fit() raises, it never returns, a TrainingFailedError. Every class pickles with the same
+constructor arguments, so an error can cross a process boundary and keep its payload
+(`worker_failures`, `controller_failure`, `preemption_info`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class RayTrainError(Exception):
+    """Raised as the common base of the library's own errors; catch it to catch all of them."""
+
+
+class TrainingFailedError(RayTrainError):
+    """Raised by ``fit()`` when training fails: a WorkerGroupError or a ControllerError."""
+
+
+class WorkerGroupError(TrainingFailedError):
+    """Raised when one or more training workers failed.
+
+    Args:
+        error_message: A readable summary of the worker failures.
+        worker_failures: World rank -> the exception that rank failed with.
+    """
+
+    def __init__(self, error_message: str, worker_failures: dict[int, Exception]):
+        super().__init__("Training failed due to worker errors:\n" + error_message)
+        self._error_message = error_message
+        self.worker_failures = worker_failures
+
+    def __reduce__(self):
+        # Exception pickles `self.args` (the prefixed string) by default, which would
+        # both lose worker_failures and call __init__ with the wrong arguments.
+        return (self.__class__, (self._error_message, self.worker_failures))
+
+
+class NCCLHangError(WorkerGroupError):
+    """Raised when the workers' collective communication was detected to hang."""
+
+
+class ControllerError(TrainingFailedError):
+    """Raised when the run failed in the controller (scheduling, storage, a callback...).
+
+    Args:
+        controller_failure: The exception the controller failed with.
+    """
+
+    def __init__(self, controller_failure: Exception):
+        super().__init__("Training failed due to controller error:\n" + str(controller_failure))
+        self.controller_failure = controller_failure
+        # Point the traceback at where the controller failed, not where it was wrapped.
+        self.with_traceback(controller_failure.__traceback__)
+
+    def __reduce__(self):
+        return (self.__class__, (self.controller_failure,))
+
+
+class PreemptionError(TrainingFailedError):
+    """Raised when the run was interrupted because nodes it used were preempted.
+
+    It is separate from WorkerGroupError so that preemptions are charged to
+    ``FailureConfig.max_preemption_failures`` instead of ``max_failures``.
+
+    Args:
+        preemption_info: What was preempted; must have a ``preempted_ranks`` attribute.
+        drain_timed_out: True when the workers were torn down at the preemption deadline,
+            False when they had all exited by themselves.
+    """
+
+    def __init__(self, preemption_info: Any, drain_timed_out: bool = False):
+        self.preemption_info = preemption_info
+        self.drain_timed_out = drain_timed_out
+        super().__init__(
+            "Training was interrupted by node preemption "
+            f"(preempted_ranks={preemption_info.preempted_ranks}, "
+            f"drain_timed_out={drain_timed_out})."
+        )
+
+    def __reduce__(self):
+        return (self.__class__, (self.preemption_info, self.drain_timed_out))

@@ -1,0 +1,1 @@
+"""Internals of `reference.train`: nothing here is public API."""

@@ -1,0 +1,288 @@
+"""`checkpoint_manager_snapshot.json`: the record of a run's retained checkpoints.
+
+Design note
+-----------
+What: the JSON document Ray Train 2.60 writes into the run folder, field for field, so that
+Ray and this package can each resume or read a run written by the other:
+
+    {"ray_version": "2.60.0",
+     "checkpoint_results": [{"version": 0, "checkpoint_dir_name": str, "metrics": {...}}, ...],
+     "checkpoint_report_indices": [int, ...],      # one per entry, the report it came from
+     "latest_checkpoint_result": entry | null,
+     "pending_training_results": [entry, ...], "pending_validation_specs": [...],
+     "current_report_index": int,
+     "validated_checkpoint_dir_names": [str], "timed_out_validation_checkpoint_dir_names": [str],
+     "failed_validation_checkpoint_dir_names": [str]}
+
+`checkpoint_results` is ordered worst -> best. Metrics are written as Ray writes them
+(compact separators, non-ASCII kept, tuples as lists, and NaN / +-inf as `null`: a NaN score
+read back from a snapshot is `None`, see checkpoint_manager.py for how it is scored).
+
+Why it matters: the snapshot is the only thing that makes a checkpoint exist for a resumed run
+or for `Result.from_path`. It is replaced atomically (persist.write_bytes_atomically) and the
+manager writes it after a checkpoint is persisted and before evicted folders are deleted, so
+every name it lists refers to a whole folder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow.fs as pafs
+
+from reference.train._internal.storage import fs_utils
+from reference.train._internal.storage.storage_context import (
+    CHECKPOINT_MANAGER_SNAPSHOT_FILENAME,
+    validate_checkpoint_dir_name,
+)
+
+# The Ray release whose snapshot format this is; written so that Ray accepts our snapshots.
+RAY_COMPAT_VERSION = "2.60.0"
+
+
+class CheckpointManagerInitializationError(RuntimeError):
+    """Raised when a run's snapshot cannot be loaded (corrupt, or names a missing folder)."""
+
+
+@dataclass(eq=False)
+class SnapshotEntry:
+    checkpoint_dir_name: str
+    metrics: dict
+    version: int = 0
+
+
+@dataclass(eq=False)
+class ManagerSnapshot:
+    checkpoint_results: list[SnapshotEntry]
+    checkpoint_report_indices: list[int]
+    current_report_index: int
+    latest_checkpoint_result: SnapshotEntry | None = None
+    pending_training_results: list[SnapshotEntry] = field(default_factory=list)
+    pending_validation_specs: list[Any] = field(default_factory=list)
+    validated_checkpoint_dir_names: list[str] = field(default_factory=list)
+    timed_out_validation_checkpoint_dir_names: list[str] = field(default_factory=list)
+    failed_validation_checkpoint_dir_names: list[str] = field(default_factory=list)
+    ray_version: str = RAY_COMPAT_VERSION
+
+    def to_json(self) -> str:
+        def entry(e: SnapshotEntry | None):
+            if e is None:
+                return None
+            return {
+                "version": e.version,
+                "checkpoint_dir_name": e.checkpoint_dir_name,
+                "metrics": to_jsonable(e.metrics, f"metrics of {e.checkpoint_dir_name!r}"),
+            }
+
+        doc = {
+            "ray_version": self.ray_version,
+            "checkpoint_results": [entry(e) for e in self.checkpoint_results],
+            "checkpoint_report_indices": list(self.checkpoint_report_indices),
+            "latest_checkpoint_result": entry(self.latest_checkpoint_result),
+            "pending_training_results": [entry(e) for e in self.pending_training_results],
+            "pending_validation_specs": to_jsonable(self.pending_validation_specs, "specs"),
+            "current_report_index": self.current_report_index,
+            "validated_checkpoint_dir_names": list(self.validated_checkpoint_dir_names),
+            "timed_out_validation_checkpoint_dir_names": list(
+                self.timed_out_validation_checkpoint_dir_names
+            ),
+            "failed_validation_checkpoint_dir_names": list(
+                self.failed_validation_checkpoint_dir_names
+            ),
+        }
+        return json.dumps(doc, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+    @classmethod
+    def from_json(cls, text: str, where: str = CHECKPOINT_MANAGER_SNAPSHOT_FILENAME):
+        """Parse and check a snapshot; CheckpointManagerInitializationError says what is wrong."""
+        doc: Any = None
+        try:
+            doc = json.loads(text)
+            return cls._from_doc(doc)
+        except (ValueError, TypeError, KeyError) as e:
+            problem = f"{type(e).__name__}: {e}"
+            version = doc.get("ray_version") if isinstance(doc, dict) else None
+            if version not in (None, RAY_COMPAT_VERSION):
+                problem += (
+                    f" (it was written by Ray {version}; this reads the format of Ray "
+                    f"{RAY_COMPAT_VERSION}, so use the version that wrote it)"
+                )
+            raise CheckpointManagerInitializationError(
+                f"The run snapshot {where!r} is corrupt: {problem}. To start this run over, "
+                f"delete {where!r} (its checkpoint folders stay on storage but are no longer "
+                "tracked), or choose a new, unique RunConfig(name=...)."
+            ) from e
+
+    @classmethod
+    def _from_doc(cls, doc: Any) -> ManagerSnapshot:
+        if not isinstance(doc, dict):
+            raise ValueError(f"expected a JSON object, found {type(doc).__name__}")
+        results = [_entry(x, "checkpoint_results") for x in _get(doc, "checkpoint_results", list)]
+        indices = _get(doc, "checkpoint_report_indices", list)
+        if len(indices) != len(results) or not all(_is_int(i) for i in indices):
+            raise ValueError("checkpoint_report_indices must hold one integer per checkpoint")
+        names = {e.checkpoint_dir_name for e in results}
+        latest_doc = doc.get("latest_checkpoint_result")
+        latest = None if latest_doc is None else _entry(latest_doc, "latest_checkpoint_result")
+        pending = [
+            _entry(x, "pending_training_results")
+            for x in _get(doc, "pending_training_results", list)
+        ]
+        specs = _get(doc, "pending_validation_specs", list)
+        if len(specs) != len(pending):
+            raise ValueError("pending_validation_specs must match pending_training_results")
+        for e in ([latest] if latest else []) + pending:
+            if e.checkpoint_dir_name not in names:
+                raise ValueError(
+                    f"{e.checkpoint_dir_name!r} is referenced but not in checkpoint_results"
+                )
+        current = _get(doc, "current_report_index", int)
+        lists = {}
+        for key in (
+            "validated_checkpoint_dir_names",
+            "timed_out_validation_checkpoint_dir_names",
+            "failed_validation_checkpoint_dir_names",
+        ):
+            lists[key] = _get(doc, key, list)
+            if not all(isinstance(n, str) for n in lists[key]):
+                raise ValueError(f"{key} must be a list of strings")
+        return cls(
+            checkpoint_results=results,
+            checkpoint_report_indices=list(indices),
+            current_report_index=current,
+            latest_checkpoint_result=latest,
+            pending_training_results=pending,
+            pending_validation_specs=list(specs),
+            ray_version=str(doc.get("ray_version", RAY_COMPAT_VERSION)),
+            **lists,
+        )
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _get(doc: dict, key: str, kind: type) -> Any:
+    if key not in doc:
+        raise KeyError(f"field {key!r} is missing")
+    value = doc[key]
+    if not isinstance(value, kind) or (kind is int and not _is_int(value)):
+        raise TypeError(f"field {key!r} must be a {kind.__name__}, found {value!r}")
+    return value
+
+
+def _entry(doc: Any, where: str) -> SnapshotEntry:
+    if not isinstance(doc, dict):
+        raise TypeError(f"an entry of {where} must be an object, found {doc!r}")
+    name = _get(doc, "checkpoint_dir_name", str)
+    validate_checkpoint_dir_name(name)
+    version = doc.get("version", 0)
+    if not _is_int(version):
+        raise TypeError(f"version of {name!r} must be an integer, found {version!r}")
+    return SnapshotEntry(name, _get(doc, "metrics", dict), version)
+
+
+def to_jsonable(value: Any, where: str) -> Any:
+    """The JSON form Ray's snapshot gives `value` (non-finite floats become None)."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v, f"{where}[{k!r}]") for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_jsonable(v, where) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return to_jsonable(dataclasses.asdict(value), where)
+    item = getattr(value, "item", None)  # numpy scalars
+    if callable(item) and getattr(value, "shape", None) == ():
+        return to_jsonable(item(), where)
+    raise TypeError(
+        f"{where} holds {value!r} of type {type(value).__name__}, which cannot be stored in "
+        f"{CHECKPOINT_MANAGER_SNAPSHOT_FILENAME}. Report metrics made of numbers, strings, "
+        "booleans, None, lists and dicts (convert tensors and arrays with .item()/.tolist())."
+    )
+
+
+def write_snapshot(storage, snapshot: ManagerSnapshot) -> None:
+    """Atomically replace the run's snapshot (`storage` is a StorageContext)."""
+    from reference.train._internal.storage.persist import write_bytes_atomically
+
+    data = snapshot.to_json().encode("utf-8")
+    write_bytes_atomically(storage, storage.checkpoint_manager_snapshot_path, data)
+
+
+def read_snapshot(fs: pafs.FileSystem, run_fs_path: str) -> ManagerSnapshot | None:
+    """The snapshot in `run_fs_path`, or None when the run has none yet."""
+    path = fs_utils.join(run_fs_path, CHECKPOINT_MANAGER_SNAPSHOT_FILENAME)
+    if fs_utils.file_type(fs, path) != pafs.FileType.File:
+        return None
+    with fs.open_input_stream(path) as f:
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        text = f"<{e}>"  # reported as corrupt by from_json
+    return ManagerSnapshot.from_json(text, where=path)
+
+
+def check_checkpoints_exist(fs: pafs.FileSystem, run_fs_path: str, snapshot: ManagerSnapshot):
+    """Raise CheckpointManagerInitializationError if a listed checkpoint folder is gone."""
+    names = [e.checkpoint_dir_name for e in snapshot.checkpoint_results]
+    paths = [fs_utils.join(run_fs_path, n) for n in names]
+    for name, info in zip(names, fs.get_file_info(paths) if paths else [], strict=True):
+        if info.type == pafs.FileType.NotFound:
+            raise CheckpointManagerInitializationError(
+                f"The run snapshot in {run_fs_path!r} lists checkpoint {name!r}, but the "
+                f"folder {info.path!r} does not exist anymore. Restore that folder, or start "
+                f"over by deleting {CHECKPOINT_MANAGER_SNAPSHOT_FILENAME} (or the whole run "
+                "folder), or choose a new, unique RunConfig(name=...)."
+            )
+
+
+@dataclass
+class ResultState:
+    """What `Result.from_path` needs: `(checkpoint fs path, metrics)` pairs."""
+
+    experiment_fs_path: str
+    latest: tuple[str, dict] | None
+    best: list[tuple[str, dict]]
+
+
+def read_result_state(
+    fs: pafs.FileSystem, fs_path: str, num_to_keep: int | None = None
+) -> ResultState:
+    """Read a finished (or crashed) run's checkpoints from its snapshot.
+
+    `best` is worst -> best and, like Ray's `best_checkpoints`, holds the last `num_to_keep`
+    entries (all when None; Ray's `Result.from_path` uses None).
+    """
+    fs_path = fs_path.rstrip("/") or "/"
+    if not fs_utils.exists(fs, fs_path):
+        raise RuntimeError(f"Experiment folder {fs_path} doesn't exist.")
+    snapshot = read_snapshot(fs, fs_path)
+    if snapshot is None:
+        raise RuntimeError(
+            f"Failed to restore the Result object: {CHECKPOINT_MANAGER_SNAPSHOT_FILENAME} "
+            f"doesn't exist in the experiment folder {fs_path!r}. Make sure that this is an "
+            "output directory created by a Ray Train run that reported at least one checkpoint."
+        )
+    check_checkpoints_exist(fs, fs_path, snapshot)
+
+    def pair(e: SnapshotEntry) -> tuple[str, dict]:
+        return fs_utils.join(fs_path, e.checkpoint_dir_name), e.metrics
+
+    by_name = {e.checkpoint_dir_name: e for e in snapshot.checkpoint_results}
+    latest = snapshot.latest_checkpoint_result
+    best = [pair(e) for e in snapshot.checkpoint_results]
+    if num_to_keep is not None:
+        best = best[-num_to_keep:]
+    return ResultState(
+        experiment_fs_path=fs_path,
+        latest=None if latest is None else pair(by_name[latest.checkpoint_dir_name]),
+        best=best,
+    )

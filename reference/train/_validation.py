@@ -1,0 +1,237 @@
+"""Named argument checks for the config classes, plus TPU slice arithmetic.
+
+Each check raises the exception type Ray raises under the same condition (ValueError for
+bad values, DeprecationWarning *raised* for removed arguments) with a message that names the
+argument and the value it got, says what is allowed, and ends with the fix when there is one.
+Comparisons are written as plain Python operators on purpose: an argument of a type the
+operator cannot handle (``num_to_keep="3"``) fails with the TypeError Ray fails with too.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+DEPRECATED = "DEPRECATED"
+
+_MIGRATION_ISSUE = "See https://github.com/ray-project/ray/issues/49454."
+
+
+def check_not_deprecated(owner: str, name: str, value: Any, unset: Any, fix: str) -> None:
+    """A removed argument was passed: raise DeprecationWarning (Ray raises, it does not warn)."""
+    if value is unset or (unset is not None and value == unset):
+        return
+    raise DeprecationWarning(f"`{owner}({name})` is deprecated; got {name}={value!r}. {fix}")
+
+
+def check_num_workers(value: Any) -> None:
+    # bool is an int, so num_workers=True means one worker, as it does in Ray.
+    fixed = isinstance(value, int)
+    elastic = (isinstance(value, tuple) and len(value) == 2
+               and all(isinstance(n, int) for n in value))
+    if not (fixed or elastic):
+        raise ValueError(
+            f"ScalingConfig(num_workers) must be an int or a tuple of two ints; got "
+            f"num_workers={value!r}. Pass num_workers=N for a fixed group or "
+            f"num_workers=(min_workers, max_workers) for elastic training."
+        )
+
+
+def check_non_negative(owner: str, name: str, value: Any) -> None:
+    if value < 0:
+        raise ValueError(f"{owner}({name}) must be non-negative; got {name}={value!r}.")
+
+
+def check_worker_bounds(num_workers: Any, min_workers: int, max_workers: int) -> None:
+    if min_workers < 0:
+        raise ValueError(
+            f"Invalid ScalingConfig(num_workers={num_workers!r}): Number of workers cannot be "
+            f"negative. Use num_workers=0 to run the training function in the driver."
+        )
+    if min_workers > max_workers:
+        raise ValueError(
+            f"Invalid ScalingConfig(num_workers={num_workers!r}): min_workers={min_workers} "
+            f"must be <= max_workers={max_workers}. Pass the tuple as (min, max)."
+        )
+
+
+def check_accelerator_choice(use_gpu: Any, use_tpu: Any) -> None:
+    if use_gpu and use_tpu:
+        raise ValueError(
+            f"ScalingConfig(use_gpu={use_gpu!r}, use_tpu={use_tpu!r}): cannot specify both "
+            f"`use_gpu=True` and `use_tpu=True`; a worker uses one kind of accelerator."
+        )
+
+
+def check_tpu_request(use_tpu: Any, num_tpus: Any) -> None:
+    """TPUs in resources_per_worker and use_tpu must agree."""
+    if not use_tpu and num_tpus > 0:
+        raise ValueError(
+            f"ScalingConfig(use_tpu={use_tpu!r}) but `TPU` was found in resources_per_worker "
+            f"(TPU={num_tpus!r}). Either set use_tpu=True or remove `TPU` from "
+            f"resources_per_worker."
+        )
+    if use_tpu and num_tpus == 0:
+        raise ValueError(
+            "ScalingConfig(use_tpu=True) but resources_per_worker requests no `TPU` (TPU=0 "
+            "or absent). Either set use_tpu=False or request a positive number of `TPU`."
+        )
+
+
+def check_tpu_slice_settings(max_workers: int, topology: Any, accelerator_type: Any,
+                             label_selector: Any) -> None:
+    """A multi-worker TPU job runs on whole slices, which need a topology and a type."""
+    if max_workers <= 1:
+        return
+    if not topology:
+        raise ValueError(
+            f"ScalingConfig(use_tpu=True, num_workers>1) needs `topology`; got "
+            f"topology={topology!r}. Pass the slice shape, e.g. topology='4x4'."
+        )
+    if not accelerator_type:
+        raise ValueError(
+            f"ScalingConfig(use_tpu=True, num_workers>1) needs `accelerator_type`; got "
+            f"accelerator_type={accelerator_type!r}. Pass e.g. accelerator_type='TPU-V6E'."
+        )
+    if label_selector:
+        raise ValueError(
+            f"ScalingConfig(use_tpu=True) cannot take label_selector={label_selector!r}: "
+            f"the TPU slice is reserved with its own label. Remove label_selector."
+        )
+
+
+def check_slice_multiple(name: str, value: int, workers_per_slice: int, topology: str) -> None:
+    if workers_per_slice > 0 and value % workers_per_slice != 0:
+        raise ValueError(
+            f"ScalingConfig({name}={value!r}) must be a multiple of {workers_per_slice}, the "
+            f"workers in one slice of topology={topology!r}: TPU jobs run on whole slices."
+        )
+
+
+def check_label_selector_length(label_selector: Any, max_workers: int) -> None:
+    if isinstance(label_selector, list) and len(label_selector) != max_workers:
+        raise ValueError(
+            f"ScalingConfig(label_selector=[...]) has {len(label_selector)} entries, but a "
+            f"list must have one per worker (max_workers={max_workers}). Pass a single dict "
+            f"to apply the same selector to every worker."
+        )
+
+
+def check_gpu_request(use_gpu: Any, num_gpus: Any) -> None:
+    # use_gpu=True with GPU: 0 never fails: zero entries are dropped and GPU falls back to 1.
+    if not use_gpu and num_gpus > 0:
+        raise ValueError(
+            f"ScalingConfig(use_gpu={use_gpu!r}) but `GPU` was found in resources_per_worker "
+            f"(GPU={num_gpus!r}). Either set use_gpu=True or remove `GPU` from "
+            f"resources_per_worker."
+        )
+
+
+def check_positive_or_none(owner: str, name: str, value: Any) -> None:
+    # Not an int check: Ray accepts num_to_keep=1.5.
+    if value is not None and value <= 0:
+        raise ValueError(
+            f"{owner}({name}={value!r}): received invalid {name}: {value}. "
+            f"Must be None or an integer >= 1."
+        )
+
+
+def check_one_of(owner: str, name: str, value: Any, allowed: tuple) -> None:
+    if value not in allowed:
+        choices = " or ".join(repr(a) for a in allowed)
+        raise ValueError(f"{owner}({name}={value!r}): received invalid {name}. "
+                         f"Must be {choices}.")
+
+
+def check_log_level(value: Any) -> str:
+    """The upper-cased level name, or ValueError listing the valid names."""
+    # TRACE is registered by Ray's data library; accept it so the same configs are valid.
+    valid = set(logging._nameToLevel) | {"TRACE"}
+    if not isinstance(value, str) or value.upper() not in valid:
+        raise ValueError(
+            f"LoggingConfig(log_level={value!r}): invalid log_level. Must be one of: "
+            f"{', '.join(repr(v) for v in sorted(valid))}."
+        )
+    return value.upper()
+
+
+def check_instance(owner: str, name: str, value: Any, cls: type, fix: str) -> None:
+    if not isinstance(value, cls):
+        raise ValueError(
+            f"{owner}({name}={value!r}): Invalid `{cls.__name__}` type: {type(value)}. "
+            f"{fix} {_MIGRATION_ISSUE}"
+        )
+
+
+def check_all_instances(owner: str, name: str, values: Any, cls: type, shown: str,
+                        fix: str) -> None:
+    wrong = [v for v in values if not isinstance(v, cls)]
+    if wrong:
+        raise ValueError(
+            f"{owner}({name}=[...]): All {name} must be instances of `{shown}`; got "
+            f"{wrong!r}. {fix} {_MIGRATION_ISSUE}"
+        )
+
+
+# ---------------------------------------------------------------------------- TPU slices
+# A slice has prod(topology) chips. A host (VM) holds 4 of them, except single-host v5e/v6e
+# slices, where the one host holds all chips of the small topology.
+
+TPU_GENERATIONS = ("v2", "v3", "v4", "v5p", "v5litepod", "v6e", "v7x")
+_ALL_CHIPS_ON_ONE_HOST = ("v5litepod", "v6e")
+_SINGLE_HOST_TOPOLOGIES = ("1x1", "2x2", "2x4")
+_DEFAULT_CHIPS_PER_HOST = 4
+
+
+def tpu_generation(accelerator_type: str) -> str:
+    """'TPU-V6E' -> 'v6e', 'TPU4' -> 'v4', 'v5p' -> 'v5p'; ValueError for other names."""
+    lowered = accelerator_type.lower()
+    if lowered.startswith("tpu-"):
+        generation = lowered.replace("tpu-", "")
+    elif lowered.startswith("tpu"):
+        generation = lowered.replace("tpu", "v")
+    else:
+        generation = lowered
+    if generation not in TPU_GENERATIONS:
+        raise ValueError(
+            f"accelerator_type={accelerator_type!r} is not a TPU type; must be one of "
+            f"{list(TPU_GENERATIONS)}, optionally prefixed with 'TPU-'."
+        )
+    return generation
+
+
+def tpu_chips(topology: str) -> int:
+    """Chips in a slice: '4x4' -> 16, '2x2x2' -> 8; ValueError when a side is not a number."""
+    return math.prod(int(side) for side in topology.strip().lower().split("x"))
+
+
+def tpu_chips_per_host(topology: str, generation: str) -> int:
+    chips = tpu_chips(topology)
+    if (generation.strip().lower() in _ALL_CHIPS_ON_ONE_HOST
+            and topology.strip().lower() in _SINGLE_HOST_TOPOLOGIES):
+        return chips
+    return _DEFAULT_CHIPS_PER_HOST
+
+
+def tpu_slice_workers(topology: str, accelerator_type: str,
+                      resources_per_worker: dict | None) -> tuple[int, dict]:
+    """(workers in one slice, resources of one worker) for a TPU slice.
+
+    Each worker gets one host's chips unless resources_per_worker says otherwise, plus one
+    CPU unless it names a CPU count.
+    """
+    per_host = tpu_chips_per_host(topology, tpu_generation(accelerator_type))
+    chips = tpu_chips(topology)
+    resources = resources_per_worker.copy() if resources_per_worker else {}
+    resources.setdefault("CPU", 1)
+    resources.setdefault("TPU", per_host)
+    tpus = resources["TPU"]
+    if tpus <= 0:
+        raise ValueError(f"TPU resources must be positive; got TPU={tpus!r}.")
+    if chips % tpus != 0:
+        raise ValueError(
+            f"the {chips} TPU chips of topology={topology!r} do not divide evenly into "
+            f"workers of TPU={tpus!r} each."
+        )
+    return int(chips // tpus), resources
