@@ -41,9 +41,10 @@ def parse(text: str) -> list[Entry]:
     return entries
 
 
-def load(impl_name: str) -> list[Entry]:
+def load(path: str) -> list[Entry]:
+    """Entries of an expectation file (none when it does not exist)."""
     try:
-        with open(path_for(impl_name)) as f:
+        with open(path) as f:
             return parse(f.read())
     except FileNotFoundError:
         return []

@@ -26,10 +26,16 @@ def pytest_addoption(parser):
                          "(default: $TRAINSPEC_IMPL or 'reference')")
     group.addoption("--conformance-report", default=None, metavar="DIR",
                     help="write <impl>.json and <impl>.md conformance reports into DIR")
+    group.addoption("--expectations", default=None, metavar="FILE",
+                    help="expectation file (default: conformance/expectations/<impl>.txt)")
 
 
 def _impl_name(config) -> str:
     return config.getoption("--impl") or os.environ.get("TRAINSPEC_IMPL") or "reference"
+
+
+def _expectations_path(config) -> str:
+    return config.getoption("--expectations") or expectations.path_for(_impl_name(config))
 
 
 def _is_check(item) -> bool:
@@ -69,7 +75,7 @@ def pytest_report_header(config):
         f"trainspec conformance: implementation={name} version={version}",
         f"  adapter={described} hypothesis_seed={config.getoption('hypothesis_seed')} "
         f"hypothesis_profile={profile}",
-        f"  expectations={expectations.path_for(name)}",
+        f"  expectations={_expectations_path(config)}",
     ]
 
 
@@ -84,7 +90,7 @@ def pytest_collection_modifyitems(config, items):
     checks = [i for i in items if _is_check(i)]
     if not checks:
         return
-    entries = expectations.load(_impl_name(config))
+    entries = expectations.load(_expectations_path(config))
     for item in checks:
         entry = expectations.match(entries, item.nodeid)
         if entry is not None:
@@ -160,7 +166,7 @@ def _build_report(config) -> dict:
     name = _impl_name(config)
     try:
         adapter = adapters.load(name)
-        version, described = _safe(adapter.version), adapter.describe()
+        name, version, described = adapter.name, _safe(adapter.version), adapter.describe()
     except Exception as exc:  # noqa: BLE001
         version, described = f"unavailable ({exc})", name
     return report.build(
@@ -179,7 +185,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tr = terminalreporter
     tr.section("trainspec conformance report")
     tr.write(report_mod.markdown(rep))
-    entries = expectations.load(_impl_name(config))
+    entries = expectations.load(_expectations_path(config))
     for check in _STATE["checks"]:
         entry = expectations.match(entries, check["id"])
         if entry is not None:

@@ -25,9 +25,14 @@ _SEGMENTS = st.lists(st.text("abcdefghijklmnopqrstuvwxyz0123456789_-", min_size=
                      min_size=1, max_size=4)
 
 
+# Making and removing folders on a disk-backed /tmp dominates these checks' run time;
+# a memory filesystem, where there is one, makes them about forty times cheaper.
+_SCRATCH = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+
+
 @contextlib.contextmanager
 def _workspace():
-    with tempfile.TemporaryDirectory(prefix="trainspec-ckpt-") as root:
+    with tempfile.TemporaryDirectory(prefix="trainspec-ckpt-", dir=_SCRATCH) as root:
         yield root
 
 
@@ -133,10 +138,10 @@ _METADATA_OPS = st.lists(st.tuples(st.sampled_from(["set", "update"]), s.json_di
 
 
 @clause("checkpoint.metadata")
-@given(ops=_METADATA_OPS, tree=s.trees(max_leaves=3))
-def check_metadata(impl, ops, tree):
+@given(ops=_METADATA_OPS)
+def check_metadata(impl, ops):
     with _workspace() as root:
-        src = _source(root, tree)
+        src = _source(root, {"model.bin": b"weights"})
         ckpt = impl.train.Checkpoint.from_directory(src)
         setting = f"ops={ops!r}"
         expect.equal(ckpt.get_metadata(), {}, "get_metadata() before any set", setting)

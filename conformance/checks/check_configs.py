@@ -14,7 +14,7 @@ import pathlib
 import re
 
 import pytest
-from hypothesis import event, given
+from hypothesis import currently_in_test_context, event, given
 from hypothesis import strategies as st
 
 from conformance import expect
@@ -36,7 +36,8 @@ def _names(types) -> str:
 def build(factory, kwargs: dict, expected: set, what: str):
     """Call factory(**kwargs) and hold the outcome to `expected` (empty: must succeed)."""
     __tracebackhide__ = True
-    event(f"expected: {_names(expected) if expected else 'success'}")
+    if currently_in_test_context():
+        event(f"expected: {_names(expected) if expected else 'success'}")
     setting = f"{what}(**{kwargs!r})"
     try:
         made = factory(**kwargs)
@@ -266,7 +267,8 @@ def check_checkpoint_config_validation(impl, kwargs, deprecated):
 
 def _mixed_case(name: str) -> st.SearchStrategy:
     flags = st.lists(st.booleans(), min_size=len(name), max_size=len(name))
-    return flags.map(lambda fs: "".join(c.lower() if f else c for c, f in zip(name, fs)))
+    return flags.map(
+        lambda fs: "".join(c.lower() if f else c for c, f in zip(name, fs, strict=True)))
 
 
 @clause("logging-config.level")

@@ -32,4 +32,4 @@ def test_stale_entries_are_reported():
 
 @pytest.mark.parametrize("impl", ["ray", "reference"])
 def test_shipped_expectation_files_parse(impl):
-    ex.load(impl)
+    assert ex.load(ex.path_for(impl)) is not None

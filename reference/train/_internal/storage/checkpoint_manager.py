@@ -138,8 +138,9 @@ class CheckpointManager:
             report_index=self._current_report_index,
             checkpoint=None if isinstance(checkpoint, str) else checkpoint,
         )
+        # Both checks raise before anything changes; scoring first, as in Ray.
+        position = self._insert_position(record)
         snapshot.to_jsonable(metrics, f"metrics of checkpoint {dir_name!r}")
-        position = self._insert_position(record)  # raises before anything changes
 
         self._results.insert(position, record)
         self._latest = record

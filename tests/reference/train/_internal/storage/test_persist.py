@@ -120,14 +120,10 @@ def test_bad_sources_and_names_write_nothing(storage, tmp_path):
     assert sorted(os.listdir(tmp_path / "store")) == ["run"]
 
 
-def test_a_failing_copy_leaves_no_temporary(storage, tmp_path, monkeypatch):
-    src = make_tree(tmp_path / "s", {"a": b"1", "b": b"2"})
-
-    def fail(*args, **kwargs):
-        raise OSError("disk full")
-
-    monkeypatch.setattr(persist.shutil, "copyfile", fail)
-    with pytest.raises(OSError, match="disk full"):
+def test_a_failing_copy_leaves_no_temporary(storage, tmp_path):
+    src = make_tree(tmp_path / "s", {"a": b"1"})
+    os.mkfifo(src / "pipe")  # copying a named pipe fails (shutil.SpecialFileError)
+    with pytest.raises(OSError, match="named pipe"):
         persist_checkpoint(storage, str(src), "c")
     assert run_entries(storage) == [".validate_storage_marker"]
 
@@ -161,14 +157,17 @@ def test_fs_move_strategy_on_a_subtree_filesystem(tmp_path):
     assert sorted(os.listdir(tmp_path / "store/run")) == [".validate_storage_marker"]
 
 
-def test_direct_strategy_on_the_mock_filesystem_as_object_store(tmp_path, monkeypatch):
-    storage = StorageContext("mock://h/bucket", "run")
-    monkeypatch.setattr(persist.fs_utils, "_RENAMING_TYPES", set())
+def test_direct_strategy_on_an_fsspec_filesystem(tmp_path):
+    fsspec_memory = pytest.importorskip("fsspec.implementations.memory")
+    fs = pafs.PyFileSystem(pafs.FSSpecHandler(fsspec_memory.MemoryFileSystem()))
+    storage = StorageContext("/bucket", "run", storage_filesystem=fs)
+    assert persist.fs_utils.commit_strategy(fs) == persist.fs_utils.COMMIT_DIRECT
     r0 = make_tree(tmp_path / "r0", {"a": b"0", "s": b"0"})
     r1 = make_tree(tmp_path / "r1", {"s": b"1"})
     path = persist_checkpoint(storage, [str(r0), str(r1)], "c")
-    fs = storage.storage_filesystem
     with fs.open_input_stream(f"{path}/s") as f:
         assert f.read() == b"1"
+    with fs.open_input_stream(f"{path}/a") as f:
+        assert f.read() == b"0"
     assert delete_checkpoint_dir(storage, path)
     assert fs.get_file_info(path).type == pafs.FileType.NotFound

@@ -1,0 +1,91 @@
+"""The pytest layer, end to end on a fake implementation: header, statuses (a hang is a
+verdict, not a stuck run), expectations, and the JSON report."""
+
+import json
+import textwrap
+
+pytest_plugins = ["pytester"]
+
+ADAPTER = '''
+import time, types
+from conformance.adapters.base import Adapter
+from conformance.adapters.reference_adapter import _ThreadFit
+
+class Slow:
+    def fit(self):
+        time.sleep(30)
+
+class Fast:
+    def fit(self):
+        return "done"
+
+class FakeAdapter(Adapter):
+    name = "fake"
+    fit_deadline_s = 0.5
+
+    @property
+    def train(self):
+        return types.SimpleNamespace(__name__="fake_train")
+
+    def version(self):
+        return "9.9"
+
+    def start_fit(self, make_trainer, deadline_s):
+        return _ThreadFit(self, make_trainer, deadline_s)
+
+def make():
+    return FakeAdapter()
+'''
+
+CHECKS = '''
+from conformance import expect
+from conformance.adapters.base import Unsupported
+from conformance.catalogue import clause
+from fake_adapter import Fast, Slow
+
+@clause("report.barrier")
+def check_hangs(impl):
+    expect.succeeded(impl.fit(Slow))
+
+@clause("report.layout")
+def check_passes(impl):
+    assert expect.succeeded(impl.fit(Fast)) == "done"
+
+@clause("report.rank0-metrics")
+def check_fails(impl):
+    assert False, "broken on purpose"
+
+@clause("context.multi-node")
+def check_unsupported(impl):
+    raise Unsupported("no nodes here")
+'''
+
+
+def test_statuses_header_and_report(pytester, monkeypatch):
+    pytester.makepyfile(fake_adapter=ADAPTER)
+    pytester.mkpydir("conformance_suite")
+    checks = pytester.path / "conformance_suite" / "checks"
+    checks.mkdir()
+    (checks / "check_fake.py").write_text(textwrap.dedent(CHECKS))
+    pytester.makeini("[pytest]\npython_files = check_*.py\npython_functions = check_*\n")
+    monkeypatch.setenv("PYTHONPATH", str(pytester.path))
+    out = pytester.path / "out"
+    expected = pytester.path / "fake.txt"
+    expected.write_text("check_fake.py::check_fails | known breakage\n"
+                        "check_fake.py::check_passes | fixed since\n")
+    result = pytester.runpytest_subprocess(
+        "conformance_suite", "--impl", "fake_adapter:make", "--conformance-report", str(out),
+        "--expectations", str(expected), "-p", "no:cacheprovider", timeout=60)
+    text = result.stdout.str()
+    assert "implementation=fake_adapter:make version=9.9" in text
+    assert "hypothesis_seed=" in text
+    report = json.loads((out / "fake.json").read_text())
+    statuses = {c["id"].split("::")[1]: c["status"] for c in report["checks"]}
+    assert statuses == {"check_hangs": "hang", "check_passes": "xpass", "check_fails": "xfail",
+                        "check_unsupported": "skip"}
+    assert "stale expectation (fake_adapter:make): line 2: 'check_fake.py::check_passes'" in text
+    assert report["clauses"]["report.barrier"]["status"] == "hang"
+    assert report["clauses"]["context.multi-node"]["reasons"] == ["Skipped: no nodes here"]
+    assert report["clauses"]["scaling.defaults"]["status"] == "untested"
+    assert report["clauses"]["report.rank0-metrics"]["reasons"] == ["known breakage"]
+    assert "| `report.layout` | MUST | pass (xpass) | 1 |" in (out / "fake.md").read_text()
