@@ -45,10 +45,11 @@ ALL = [
       "ScalingConfig(num_workers=(4, 1))  # ValueError: min_workers=4 must be <= max_workers=1"),
     C("scaling.tpu-rules", "MUST", "TPU configuration rules",
       "use_tpu with use_gpu raises ValueError; a TPU resource without use_tpu raises; use_tpu "
-      "with TPU: 0 raises; for more than one worker use_tpu requires topology then "
+      "with a resources_per_worker that lacks a positive TPU count raises; for more than one worker use_tpu requires topology then "
       "accelerator_type and forbids label_selector; with both set the worker counts must be "
-      "multiples of the workers per slice, an unparsable topology raises, and a missing "
-      "resources_per_worker is filled in with the chips per host.", CFG,
+      "multiples of the workers per slice (chips of the slice / TPUs per worker; a count "
+      "that does not divide the chips raises), an unparsable topology raises, and a "
+      "missing resources_per_worker is filled in with the chips per host.", CFG,
       "ScalingConfig(num_workers=4, use_tpu=True, topology='4x4', accelerator_type='TPU-V6E')"
       ".resources_per_worker == {'CPU': 1, 'TPU': 4}",
       "A multi-host TPU job can only run on whole slices; catching it at construction beats "
@@ -89,7 +90,8 @@ ALL = [
       "RunConfig(stop={'x': 1})  # DeprecationWarning"),
     C("run-config.types", "MUST", "RunConfig checks the types of its parts",
       "callbacks must be UserCallback instances; failure_config and checkpoint_config must be "
-      "the Train classes; otherwise ValueError.", CFG,
+      "the Train classes; otherwise ValueError. Falsy values of any type are replaced by "
+      "the defaults instead.", CFG,
       "RunConfig(callbacks=[object()])  # ValueError"),
     C("failure-config.fields", "MUST", "FailureConfig fields",
       "FailureConfig(max_failures=0, controller_failure_limit=-1, max_preemption_failures=-1, "
@@ -97,9 +99,10 @@ ALL = [
       "max_failures is not range-checked.", CFG,
       "FailureConfig().max_failures == 0"),
     C("checkpoint-config.validation", "MUST", "CheckpointConfig validation",
-      "num_to_keep must be None or >= 1 (ValueError otherwise); checkpoint_score_order must be "
-      "exactly 'max' or 'min'; checkpoint_frequency and checkpoint_at_end raise "
-      "DeprecationWarning.", CFG,
+      "num_to_keep must be None or >= 1 (ValueError otherwise; a non-number raises "
+      "TypeError); checkpoint_score_order must be exactly 'max' or 'min'; "
+      "checkpoint_frequency and checkpoint_at_end raise DeprecationWarning when given "
+      "(any value but the 'DEPRECATED' sentinel, None included), before other checks.", CFG,
       "CheckpointConfig(num_to_keep=0)  # ValueError"),
     C("logging-config.level", "MUST", "LoggingConfig level",
       "LoggingConfig(log_level=...) accepts standard level names case-insensitively and "
@@ -112,8 +115,9 @@ ALL = [
       "path or URI; no existence check.", CKPT,
       "Checkpoint.from_directory('/tmp/x').path == '/tmp/x'"),
     C("checkpoint.to-directory", "MUST", "Checkpoint.to_directory copies",
-      "to_directory(path) copies the files into path and returns it; without a path it copies "
-      "into a new temporary directory. The source is left unchanged.", CKPT,
+      "to_directory(path) copies the files into path and returns it (normalised); without a "
+      "path it copies into a temporary directory tied to the Checkpoint object (repeated "
+      "calls on one object reuse it). The source is left unchanged.", CKPT,
       "d = ckpt.to_directory()  # a fresh copy"),
     C("checkpoint.as-directory", "MUST", "Checkpoint.as_directory does not copy local data",
       "as_directory() on a local checkpoint yields the checkpoint's own path and does not "

@@ -192,7 +192,8 @@ def persist_checkpoint(
     temp = _temp_path(storage.experiment_fs_path, checkpoint_dir_name)
     try:
         if strategy == fs_utils.COMMIT_OS_RENAME:
-            _build_local(pending, final, move=(mode == "move"))
+            _build_local(pending, temp, move=(mode == "move"))
+            _commit_local(temp, final)
         else:
             fs.create_dir(temp, recursive=True)
             for sfs, path in pending:
