@@ -4,6 +4,7 @@ Public names are defined in ``_``-prefixed modules and re-exported here; ``__all
 exactly the public names of this package (a test keeps the two in step).
 """
 
+from reference.train._backend import BackendConfig
 from reference.train._callback import UserCallback
 from reference.train._checkpoint import Checkpoint
 from reference.train._config import (
@@ -13,6 +14,7 @@ from reference.train._config import (
     RunConfig,
     ScalingConfig,
 )
+from reference.train._context import TrainContext
 from reference.train._exceptions import (
     ControllerError,
     NCCLHangError,
@@ -22,8 +24,24 @@ from reference.train._exceptions import (
 )
 from reference.train._report_config import CheckpointConsistencyMode, CheckpointUploadMode
 from reference.train._result import Result
+from reference.train._train_fn_utils import (
+    get_all_reported_checkpoints,
+    get_checkpoint,
+    get_context,
+    get_dataset_shard,
+    report,
+)
+from reference.train._trainer import DataParallelTrainer
 
 __all__ = [
+    "BackendConfig",
+    "DataParallelTrainer",
+    "TrainContext",
+    "get_all_reported_checkpoints",
+    "get_checkpoint",
+    "get_context",
+    "get_dataset_shard",
+    "report",
     "Checkpoint",
     "CheckpointConfig",
     "CheckpointConsistencyMode",

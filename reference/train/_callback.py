@@ -1,7 +1,5 @@
 """Callbacks the controller invokes during a run (on the driver, not on the workers)."""
 
-from __future__ import annotations
-
 from typing import Any
 
 

@@ -9,8 +9,6 @@ folder; the user that exits last (no markers left) deletes the folder, under the
 it never deletes while another process is still copying into it.
 """
 
-from __future__ import annotations
-
 import contextlib
 import glob
 import hashlib
@@ -105,7 +103,7 @@ class Checkpoint(metaclass=_LegacyAttributes):
         )
 
     @classmethod
-    def from_directory(cls, path: Union[str, os.PathLike]) -> Checkpoint:
+    def from_directory(cls, path: Union[str, os.PathLike]) -> "Checkpoint":
         """A checkpoint of a local directory; the path is kept as given (relative stays so)."""
         return cls(path, filesystem=pyarrow.fs.LocalFileSystem())
 
@@ -141,8 +139,8 @@ class Checkpoint(metaclass=_LegacyAttributes):
 
         Returns the local directory. Concurrent callers on one machine copy once.
         """
-        target = self._get_temporary_checkpoint_dir() if path is None else os.fspath(path)
-        target = os.path.normpath(os.path.expanduser(str(target)))
+        target = self._get_temporary_checkpoint_dir() if path is None else str(path)
+        target = os.path.normpath(os.path.expanduser(target))
         existed = os.path.exists(target)
         os.makedirs(target, exist_ok=True)
         lock = _lock_for(target)

@@ -5,8 +5,6 @@ and keyword calls mean the same on both. ``__post_init__`` validates with the na
 ``_validation`` in Ray's order, so when several rules are broken the same one wins.
 """
 
-from __future__ import annotations
-
 import logging
 import os
 import pathlib
@@ -78,9 +76,10 @@ class ScalingConfig:
                 self.topology, self.accelerator_type, self.resources_per_worker)
         except Exception as exc:
             raise ValueError(
-                f"Could not parse TPU topology details for type={self.accelerator_type}, "
-                f"topology={self.topology}: {exc} Pass a topology such as '4x4' or '2x2x2' "
-                f"and an accelerator_type such as 'TPU-V6E'."
+                "Could not parse TPU topology details for ScalingConfig(accelerator_type="
+                f"{self.accelerator_type!r}, topology={self.topology!r}): {exc}\n"
+                "Pass a topology such as '4x4' or '2x2x2' and an accelerator_type such as "
+                "'TPU-V6E'."
             ) from exc
         v.check_slice_multiple("num_workers", self.max_workers, per_slice, self.topology)
         v.check_slice_multiple("min_workers", self.min_workers, per_slice, self.topology)

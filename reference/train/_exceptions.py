@@ -15,8 +15,6 @@ constructor arguments, so an error can cross a process boundary and keep its pay
 (`worker_failures`, `controller_failure`, `preemption_info`).
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 

@@ -1,7 +1,5 @@
 """Options of ``report()`` and ``get_checkpoint()`` that choose how checkpoints move."""
 
-from __future__ import annotations
-
 from enum import Enum
 
 

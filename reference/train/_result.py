@@ -1,7 +1,5 @@
 """Result: what ``fit()`` returns, and how to rebuild it later from the run folder."""
 
-from __future__ import annotations
-
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -82,7 +80,7 @@ class Result:
 
     @classmethod
     def from_path(cls, path: Union[str, os.PathLike],
-                  storage_filesystem: Optional[pyarrow.fs.FileSystem] = None) -> Result:
+                  storage_filesystem: Optional[pyarrow.fs.FileSystem] = None) -> "Result":
         """Rebuild the Result of a finished run from its folder ``<storage_path>/<name>``.
 
         ``path`` may be a URI; with ``storage_filesystem`` it is a path on that filesystem.
@@ -95,7 +93,7 @@ class Result:
         if fs.get_file_info(fs_path).type == pyarrow.fs.FileType.NotFound:
             raise RuntimeError(
                 f"Experiment folder {fs_path} doesn't exist. Pass the run folder "
-                f"<storage_path>/<name> of a finished run."
+                "<storage_path>/<name> of a finished run."
             )
         run_path = Path(fs_path.rstrip("/") or "/").as_posix()
         snapshot = Path(run_path, SNAPSHOT_FILE).as_posix()
@@ -103,7 +101,7 @@ class Result:
             raise RuntimeError(
                 f"Failed to restore the Result object: {SNAPSHOT_FILE} doesn't exist in the "
                 f"experiment folder {run_path}. Make sure this is the output folder of a "
-                f"training run that reported at least one checkpoint."
+                "training run that reported at least one checkpoint."
             )
         # Imported here: the storage package imports this module's neighbours.
         from reference.train._internal.storage.snapshot import read_result_state

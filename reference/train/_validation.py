@@ -32,9 +32,9 @@ def check_num_workers(value: Any) -> None:
                and all(isinstance(n, int) for n in value))
     if not (fixed or elastic):
         raise ValueError(
-            f"ScalingConfig(num_workers) must be an int or a tuple of two ints; got "
+            "ScalingConfig(num_workers) must be an int or a tuple of two ints; got "
             f"num_workers={value!r}. Pass num_workers=N for a fixed group or "
-            f"num_workers=(min_workers, max_workers) for elastic training."
+            "num_workers=(min_workers, max_workers) for elastic training."
         )
 
 
@@ -47,7 +47,7 @@ def check_worker_bounds(num_workers: Any, min_workers: int, max_workers: int) ->
     if min_workers < 0:
         raise ValueError(
             f"Invalid ScalingConfig(num_workers={num_workers!r}): Number of workers cannot be "
-            f"negative. Use num_workers=0 to run the training function in the driver."
+            "negative. Use num_workers=0 to run the training function in the driver."
         )
     if min_workers > max_workers:
         raise ValueError(
@@ -60,7 +60,7 @@ def check_accelerator_choice(use_gpu: Any, use_tpu: Any) -> None:
     if use_gpu and use_tpu:
         raise ValueError(
             f"ScalingConfig(use_gpu={use_gpu!r}, use_tpu={use_tpu!r}): cannot specify both "
-            f"`use_gpu=True` and `use_tpu=True`; a worker uses one kind of accelerator."
+            "`use_gpu=True` and `use_tpu=True`; a worker uses one kind of accelerator."
         )
 
 
@@ -70,7 +70,7 @@ def check_tpu_request(use_tpu: Any, num_tpus: Any) -> None:
         raise ValueError(
             f"ScalingConfig(use_tpu={use_tpu!r}) but `TPU` was found in resources_per_worker "
             f"(TPU={num_tpus!r}). Either set use_tpu=True or remove `TPU` from "
-            f"resources_per_worker."
+            "resources_per_worker."
         )
     if use_tpu and num_tpus == 0:
         raise ValueError(
@@ -86,18 +86,18 @@ def check_tpu_slice_settings(max_workers: int, topology: Any, accelerator_type: 
         return
     if not topology:
         raise ValueError(
-            f"ScalingConfig(use_tpu=True, num_workers>1) needs `topology`; got "
+            "ScalingConfig(use_tpu=True, num_workers>1) needs `topology`; got "
             f"topology={topology!r}. Pass the slice shape, e.g. topology='4x4'."
         )
     if not accelerator_type:
         raise ValueError(
-            f"ScalingConfig(use_tpu=True, num_workers>1) needs `accelerator_type`; got "
+            "ScalingConfig(use_tpu=True, num_workers>1) needs `accelerator_type`; got "
             f"accelerator_type={accelerator_type!r}. Pass e.g. accelerator_type='TPU-V6E'."
         )
     if label_selector:
         raise ValueError(
             f"ScalingConfig(use_tpu=True) cannot take label_selector={label_selector!r}: "
-            f"the TPU slice is reserved with its own label. Remove label_selector."
+            "the TPU slice is reserved with its own label. Remove label_selector."
         )
 
 
@@ -114,7 +114,7 @@ def check_label_selector_length(label_selector: Any, max_workers: int) -> None:
         raise ValueError(
             f"ScalingConfig(label_selector=[...]) has {len(label_selector)} entries, but a "
             f"list must have one per worker (max_workers={max_workers}). Pass a single dict "
-            f"to apply the same selector to every worker."
+            "to apply the same selector to every worker."
         )
 
 
@@ -124,7 +124,7 @@ def check_gpu_request(use_gpu: Any, num_gpus: Any) -> None:
         raise ValueError(
             f"ScalingConfig(use_gpu={use_gpu!r}) but `GPU` was found in resources_per_worker "
             f"(GPU={num_gpus!r}). Either set use_gpu=True or remove `GPU` from "
-            f"resources_per_worker."
+            "resources_per_worker."
         )
 
 
@@ -133,7 +133,7 @@ def check_positive_or_none(owner: str, name: str, value: Any) -> None:
     if value is not None and value <= 0:
         raise ValueError(
             f"{owner}({name}={value!r}): received invalid {name}: {value}. "
-            f"Must be None or an integer >= 1."
+            "Must be None or an integer >= 1."
         )
 
 

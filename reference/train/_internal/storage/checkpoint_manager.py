@@ -146,11 +146,11 @@ class CheckpointManager:
         self._latest = record
         self._current_report_index += 1
         evicted = self._apply_retention()
+        snapshot.write_snapshot(self._storage, self.to_snapshot())
         kept_names = {r.dir_name for r in self._results}
         for old in evicted:
             if old.dir_name not in kept_names:
                 persist.delete_checkpoint_dir(self._storage, old.fs_path)
-        snapshot.write_snapshot(self._storage, self.to_snapshot())
         return record
 
     def _score(self, record: CheckpointRecord) -> tuple[bool, float]:

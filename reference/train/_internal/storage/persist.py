@@ -165,7 +165,8 @@ def persist_checkpoint(
     """Persist `sources` (see `normalize_sources`) as `<run>/<checkpoint_dir_name>`.
 
     Returns the checkpoint's fs path on `storage.storage_filesystem`. A source that already is
-    that folder (the checkpoint was written in place) is left as it is.
+    that folder (the checkpoint was written in place) is left as it is. In "move" mode the
+    sources are consumed even when persisting then fails.
     """
     if mode not in MODES:
         raise ValueError(f"mode={mode!r} is not one of {MODES}.")

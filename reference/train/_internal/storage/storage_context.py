@@ -7,9 +7,12 @@ Layout (the same as Ray Train's):
         checkpoint_manager_snapshot.json  written by the checkpoint manager
         <checkpoint_dir_name>/            one folder per retained checkpoint
 
-Names are validated so that nothing is ever written outside `<storage_path>/<name>/`: Ray
-itself writes a checkpoint named `'../x'` or `'/abs'` outside the run folder before failing
-(seen with ray 2.60), so such names are refused here up front with a ValueError.
+Names are validated so that nothing is ever written outside `<storage_path>/<name>/`. Seen
+with ray 2.60: `checkpoint_dir_name='a/b'` works (a nested folder in the run folder, listed as
+'a/b' in the snapshot); `'../x'` and `'/abs'` are written outside the run folder and only then
+fail (WorkerGroupError); `'.'` writes the files into the run folder itself, then fails
+(ControllerError). Here every name that does not denote a folder strictly inside the run
+folder is refused up front with a ValueError, before anything is written.
 """
 
 from __future__ import annotations

@@ -12,9 +12,20 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from dataclasses import dataclass
+from typing import Optional
 
 RANK_FILES = {0: ["model.bin", "optim.bin", "shared.txt"], 1: ["shared.txt", "rank1.bin"]}
 BIG = 192 * 1024  # large enough for a copy to be interrupted mid-file
+
+
+@dataclass
+class Config:
+    """A CheckpointConfig stand-in defined here, so unpickling it imports nothing heavier."""
+
+    num_to_keep: Optional[int] = None
+    checkpoint_score_attribute: Optional[str] = None
+    checkpoint_score_order: str = "max"
 
 
 def file_bytes(step: int, rank: int, name: str) -> bytes:

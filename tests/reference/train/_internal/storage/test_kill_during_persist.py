@@ -9,8 +9,6 @@ import os
 import signal
 import tempfile
 import time
-from dataclasses import dataclass
-from typing import Optional
 
 import kill_child
 import pytest
@@ -23,13 +21,6 @@ pytestmark = pytest.mark.slow
 
 DEADLINE_S = 10.0
 EXAMPLES = 20
-
-
-@dataclass
-class Config:
-    num_to_keep: Optional[int] = None
-    checkpoint_score_attribute: Optional[str] = None
-    checkpoint_score_order: str = "max"
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +122,7 @@ def kills(draw, steps):
 def test_every_visible_checkpoint_is_whole_after_sigkill(context, mode, num_to_keep, scores,
                                                           data):
     kill = data.draw(kills(len(scores)), label="kill")
-    config = Config(num_to_keep=num_to_keep, checkpoint_score_attribute="score")
+    config = kill_child.Config(num_to_keep=num_to_keep, checkpoint_score_attribute="score")
     with scratch_root() as tmp:
         root, scratch = os.path.join(tmp, "store"), os.path.join(tmp, "scratch")
         os.makedirs(scratch)

@@ -103,6 +103,13 @@ def test_ray_reads_what_the_reference_writes(tmp_path):
     ours = open(storage.checkpoint_manager_snapshot_path, encoding="utf-8").read()
     assert _CheckpointManagerState.model_validate(json.loads(ours)).model_dump_json() == ours
 
+    from ray.train.v2.api.result import Result as RayResult
+
+    result = RayResult.from_path(storage.experiment_fs_path)
+    assert result.checkpoint.path == f"{storage.experiment_fs_path}/c1"
+    assert result.metrics == {"t": [1, 2], "s": "ü", "n": None}
+    assert [c.path.rsplit("/", 1)[1] for c, _ in result.best_checkpoints] == ["c0", "c1"]
+
 
 def test_write_read_round_trip_and_atomic_replacement(tmp_path):
     storage = StorageContext(str(tmp_path), "run")

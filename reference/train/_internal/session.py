@@ -1,0 +1,51 @@
+"""The per-process training session that `report`, `get_context`, ... talk to.
+
+Exactly one session is active in a process that runs a training function: a
+`LocalSession` in the driver for local mode, a worker session (see `worker_group`) in a
+worker process. Outside of one, every training-function utility raises RuntimeError.
+"""
+
+from __future__ import annotations
+
+import abc
+import threading
+from typing import Any
+
+_lock = threading.Lock()
+_current: Session | None = None
+
+
+class Session(abc.ABC):
+    context: Any
+
+    @abc.abstractmethod
+    def report(self, metrics: dict, checkpoint, checkpoint_dir_name: str | None,
+               upload_mode, delete_local: bool | None, upload_fn, validation) -> None: ...
+
+    @abc.abstractmethod
+    def get_checkpoint(self): ...
+
+    def get_dataset_shard(self, name: str | None):
+        raise KeyError(f"Dataset shard for {name!r} not found: pass the dataset to the trainer "
+                       "as `datasets={name: dataset}`.")
+
+    def get_all_reported_checkpoints(self, consistency_mode, timeout_s) -> list:
+        return []
+
+
+def set_session(session: Session | None) -> None:
+    global _current
+    with _lock:
+        _current = session
+
+
+def get_session(fn_name: str) -> Session:
+    with _lock:
+        session = _current
+    if session is None:
+        raise RuntimeError(
+            f"`{fn_name}` cannot be used outside of a training function: it was called from "
+            "the driver or another process that `trainer.fit()` did not start. Call it inside "
+            "the function passed as `train_loop_per_worker`."
+        )
+    return session

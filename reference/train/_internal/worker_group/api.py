@@ -1,0 +1,111 @@
+"""The worker-group interface the controller drives, and the messages that cross it.
+
+A `WorkerGroupFactory` starts `WorkerGroup`s of a given size; a group turns what its
+workers do into `Event`s, delivered in order through `next_event` (blocking, event-driven:
+no polling interval). The controller answers a `Report` with `ack`. `FakeWorkerGroup`
+(fake.py) implements this interface from a script, for controller unit tests.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from typing import Any
+
+
+class GroupStartError(RuntimeError):
+    """The group could not be started (placement failed, a worker died while starting)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupSpec:
+    """What a group is asked to run."""
+
+    num_workers: int
+    resources_per_worker: dict
+    placement_strategy: str
+    attempt: int
+    experiment_name: str
+    #: the run's StorageContext (picklable); workers stage checkpoint files through it
+    storage: Any
+    #: fs path prefix under the run folder where round k's files are staged
+    staging_prefix: str
+    #: cloudpickled zero-argument training function
+    train_fn: bytes
+    #: checkpoint every worker starts from (get_checkpoint()), or None
+    checkpoint: Any = None
+    backend_config: Any = None
+
+
+# ------------------------------------------------------------------ events (worker -> controller)
+@dataclasses.dataclass(frozen=True)
+class Report:
+    rank: int
+    index: int
+    metrics: Any
+    staged: bool  # this rank's checkpoint files are in the round's staging folder
+    checkpoint_dir_name: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Finished:
+    rank: int
+    value: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Failed:
+    """A worker's training function raised (error set) or its process died (exit set)."""
+
+    rank: int
+    error: BaseException | None = None
+    traceback: str = ""
+    exit_code: int | None = None
+    signal: int | None = None
+
+    def describe(self) -> str:
+        if self.error is not None:
+            return self.traceback or repr(self.error)
+        how = f"signal {self.signal}" if self.signal else f"exit code {self.exit_code}"
+        return f"worker process of rank {self.rank} died ({how})"
+
+
+Event = Report | Finished | Failed
+
+
+# ------------------------------------------------------------------ replies (controller -> worker)
+@dataclasses.dataclass(frozen=True)
+class Ack:
+    index: int
+    checkpoint: Any  # the persisted Checkpoint of the round, or None
+
+
+class WorkerGroup(abc.ABC):
+    world_size: int
+
+    @abc.abstractmethod
+    def next_event(self, timeout: float | None) -> Event | None:
+        """The next event, waiting at most timeout seconds (None: forever)."""
+
+    @abc.abstractmethod
+    def ack(self, rank: int, ack: Ack) -> None: ...
+
+    @abc.abstractmethod
+    def shutdown(self) -> None:
+        """Stop every worker (idempotent); the group's resources are free when it returns."""
+
+
+class WorkerGroupFactory(abc.ABC):
+    @abc.abstractmethod
+    def capacity(self, resources_per_worker: dict) -> int:
+        """How many workers of this size the cluster could hold if nothing else ran."""
+
+    @abc.abstractmethod
+    def start(self, spec: GroupSpec) -> WorkerGroup:
+        """Start a group (raises GroupStartError)."""
+
+    def wait_for_change(self, timeout: float) -> None:
+        """Block until the cluster may have changed (a node added or freed), or timeout."""
+        import time
+
+        time.sleep(timeout)

@@ -1,0 +1,170 @@
+"""The controller, one transition at a time, on a scripted worker group."""
+
+import pytest
+
+from reference.train._exceptions import ControllerError, WorkerGroupError
+from reference.train._internal.controller import states as S
+from reference.train._internal.controller.controller import Controller, NeverSchedulable
+from reference.train._internal.controller.policies import FailurePolicy, ScalingPolicy
+from reference.train._internal.worker_group.api import Failed, Finished, GroupStartError, Report
+from reference.train._internal.worker_group.fake import FakeWorkerGroupFactory
+
+
+class Manager:
+    def __init__(self):
+        self.latest_checkpoint = None
+        self.registered, self.metric_only = [], 0
+
+    def register_checkpoint(self, checkpoint, metrics):
+        self.registered.append((checkpoint, metrics))
+        self.latest_checkpoint = checkpoint
+
+    def record_report_without_checkpoint(self):
+        self.metric_only += 1
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def make(scripts, *, max_failures=0, scaling=(2, 2, None), capacity=10, commits=None):
+    commits = [] if commits is None else commits
+
+    def commit(attempt, index, name, metrics):
+        commits.append((index, name))
+        return f"ckpt:{name}"
+
+    factory = FakeWorkerGroupFactory(scripts, capacity=capacity)
+    clock = Clock()
+    controller = Controller(
+        spec=dict(resources_per_worker={"CPU": 1}, placement_strategy="PACK",
+                  experiment_name="x", storage=None, staging_prefix="/s", train_fn=b""),
+        factory=factory, checkpoint_manager=Manager(), failure_policy=FailurePolicy(max_failures),
+        scaling_policy=ScalingPolicy(*scaling), commit_round=commit, clock=clock)
+    return controller, factory, clock
+
+
+def steps(controller, n):
+    return [str(controller.step()) for _ in range(n)]
+
+
+def test_happy_path_transition_table():
+    c, factory, _ = make([[
+        Report(0, 0, {"a": 0}, True, "ck0"), Report(1, 0, {"a": 1}, True, "ignored"),
+        Report(1, 1, {"a": 1}, False, None), Report(0, 1, {"a": 0}, False, None),
+        Finished(1, "one"), Finished(0, "zero"),
+    ]])
+    assert steps(c, 8) == [
+        "INITIALIZING -> SCHEDULING: start",
+        "SCHEDULING -> RUNNING: attempt 0 started with 2 workers (fixed size)",
+        "RUNNING -> RUNNING: rank 0 reported round 0",
+        "RUNNING -> RUNNING: round 0 consolidated (with a checkpoint)",
+        "RUNNING -> RUNNING: rank 1 reported round 1",
+        "RUNNING -> RUNNING: round 1 consolidated (metrics only)",
+        "RUNNING -> RUNNING: rank 1 returned",
+        "RUNNING -> FINISHED: every rank returned",
+    ]
+    assert c.state.return_value == "zero"
+    assert c.manager.registered == [("ckpt:ck0", {"a": 0})]  # rank 0's metrics and name
+    assert c.manager.metric_only == 1
+    group = factory.groups[0]
+    assert [(r, a.index, a.checkpoint) for r, a in group.acks] == [
+        (0, 0, "ckpt:ck0"), (1, 0, "ckpt:ck0"), (1, 1, None), (0, 1, None)]
+    assert group.shut_down
+
+
+def test_nonzero_rank_checkpoint_uses_rank0_name():
+    commits = []
+    c, _, _ = make([[Report(1, 0, {}, True, "r1"), Report(0, 0, {"m": 0}, False, "r0")]],
+                   commits=commits)
+    steps(c, 4)
+    assert commits == [(0, "r0")]
+
+
+def test_failure_with_budget_restarts_from_latest_checkpoint():
+    c, factory, _ = make([
+        [Report(0, 0, {}, True, "a"), Report(1, 0, {}, True, "a"),
+         Failed(1, error=ValueError("boom"), traceback="tb")],
+        [Finished(0, 0), Finished(1, 1)],
+    ], max_failures=1)
+    out = steps(c, 9)
+    assert out[4:7] == ["RUNNING -> RESTARTING: rank 1 failed: retry (worker_group failure 1, "
+                        "max allowed 1)",
+                        "RESTARTING -> SCHEDULING: restart from the latest checkpoint",
+                        "SCHEDULING -> RUNNING: attempt 1 started with 2 workers (fixed size)"]
+    assert isinstance(c.state, S.Finished)
+    assert factory.groups[0].shut_down
+    assert factory.groups[1].spec.checkpoint == "ckpt:a"
+    assert factory.groups[1].spec.attempt == 1
+
+
+def test_failure_without_budget_raises_worker_group_error_keyed_by_rank():
+    boom = ValueError("boom")
+    c, _, _ = make([[Failed(1, error=boom, traceback="Traceback: boom"),
+                     Failed(0, exit_code=None, signal=9)]])
+    steps(c, 3)
+    assert isinstance(c.state, S.Errored)
+    err = c.state.error
+    assert isinstance(err, WorkerGroupError)
+    assert err.worker_failures[1] is boom
+    assert "signal 9" in str(err.worker_failures[0])
+    assert str(err).startswith("Training failed due to worker errors:\n[Rank 0 Error Snippet]")
+
+
+def test_unlimited_budget():
+    scripts = [[Failed(0, error=RuntimeError(str(i)))] for i in range(5)] + [[Finished(0, 1)]]
+    c, _, _ = make(scripts, max_failures=-1, scaling=(1, 1, None))
+    while not isinstance(c.state, S.TERMINAL):
+        c.step()
+    assert isinstance(c.state, S.Finished)
+
+
+def test_never_schedulable_is_a_controller_error_at_once():
+    c, _, _ = make([NeverSchedulable("needs 8 CPUs, cluster has 2")], max_failures=-1)
+    steps(c, 2)
+    assert isinstance(c.state, S.Errored) and isinstance(c.state.error, ControllerError)
+
+
+def test_start_failure_is_charged_to_the_controller_budget():
+    c, _, _ = make([GroupStartError("worker died while starting"), [Finished(0, 0),
+                                                                     Finished(1, 0)]])
+    out = steps(c, 3)
+    assert out[1].startswith("SCHEDULING -> RESTARTING: start failed, retry (controller")
+
+
+def test_elastic_waits_below_min_then_starts():
+    c, factory, _ = make([[Finished(0, 0), Finished(1, 0), Finished(2, 0)]],
+                         scaling=(3, 4, 5.0), capacity=2)
+    out = steps(c, 3)
+    assert out[1:] == ["SCHEDULING -> SCHEDULING: waiting: 2 workers fit, fewer than "
+                       "min_workers=3"] * 2
+    factory.capacity_value = 3
+    assert steps(c, 1) == ["SCHEDULING -> RUNNING: attempt 0 started with 3 workers "
+                           "(3 workers fit (max_workers=4))"]
+
+
+def test_elastic_resize_is_not_a_failure():
+    c, factory, clock = make([[], [Finished(r, r) for r in range(4)]],
+                             scaling=(1, 4, 5.0), capacity=2, max_failures=0)
+    steps(c, 2)
+    assert c.state.size == 2
+    factory.capacity_value = 4
+    clock.now = 6.0
+    assert steps(c, 3) == [
+        "RUNNING -> RESIZING: 4 workers fit; resizing 2 -> 4",
+        "RESIZING -> SCHEDULING: restart at the new size 4",
+        "SCHEDULING -> RUNNING: attempt 1 started with 4 workers (4 workers fit (max_workers=4))",
+    ]
+    assert factory.groups[0].shut_down
+    assert c.failure_policy.counts == {"worker_group": 0, "controller": 0}
+
+
+@pytest.mark.parametrize("limit,failures,retries", [(0, 1, []), (1, 2, [True]), (2, 3, [True, True])])
+def test_failure_policy_counts(limit, failures, retries):
+    p = FailurePolicy(limit)
+    decisions = [p.decide("worker_group").retry for _ in range(failures)]
+    assert decisions == retries + [False]

@@ -1,0 +1,189 @@
+"""Storage on `s3://` against a real S3-protocol server (moto's standalone server) on loopback.
+
+The server runs as a separate process speaking HTTP, so these tests exercise pyarrow's real S3
+client: object stores have no rename, so persistence writes under the final prefix and the
+snapshot decides what exists (see persist.py's design note).
+"""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+
+import pyarrow.fs as pafs
+import pytest
+
+from reference.train._internal.storage import (
+    CheckpointManager,
+    CheckpointManagerInitializationError,
+    StorageContext,
+    persist_checkpoint,
+    read_result_state,
+    remove_temporaries,
+)
+
+pytest.importorskip(
+    "moto.server",
+    reason='the S3 tests need moto\'s standalone server: pip install "moto[server]>=5.2.5"',
+)
+
+pytestmark = pytest.mark.slow
+
+ACCESS_KEY, SECRET_KEY, REGION = "trainspec-test", "trainspec-secret", "us-east-1"
+START_DEADLINE_S = 30.0
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def endpoint(tmp_path_factory):
+    port = free_port()
+    log = open(tmp_path_factory.mktemp("moto") / "server.log", "wb")
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY,
+               AWS_DEFAULT_REGION=REGION)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=log, stderr=subprocess.STDOUT, env=env,
+    )
+    try:
+        deadline = time.monotonic() + START_DEADLINE_S
+        while True:
+            assert server.poll() is None, f"moto server exited with {server.returncode}"
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "moto server did not start listening"
+                time.sleep(0.05)  # poll interval while waiting for the port, with a deadline
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(10)
+        log.close()
+
+
+@pytest.fixture
+def s3(endpoint):
+    fs = pafs.S3FileSystem(
+        endpoint_override=endpoint, scheme="http", access_key=ACCESS_KEY,
+        secret_key=SECRET_KEY, region=REGION, allow_bucket_creation=True,
+    )
+    bucket = f"b-{uuid.uuid4().hex[:12]}"
+    fs.create_dir(bucket)
+    return fs, bucket
+
+
+def read(fs, path):
+    with fs.open_input_stream(path) as f:
+        return f.read()
+
+
+def listing(fs, path):
+    infos = fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+    return sorted(i.path[len(path) + 1:] for i in infos if i.type == pafs.FileType.File)
+
+
+def make_source(root, files):
+    root.mkdir(parents=True)
+    for name, data in files.items():
+        (root / name).write_bytes(data)
+    return str(root)
+
+
+class Config:
+    num_to_keep = 2
+    checkpoint_score_attribute = "acc"
+    checkpoint_score_order = "max"
+
+
+def test_storage_context_with_an_explicit_s3_filesystem(s3):
+    fs, bucket = s3
+    storage = StorageContext(f"{bucket}/prefix/", "run", storage_filesystem=fs)
+    assert storage.storage_fs_path == f"{bucket}/prefix"
+    assert storage.experiment_fs_path == f"{bucket}/prefix/run"
+    assert listing(fs, storage.experiment_fs_path) == [".validate_storage_marker"]
+    assert remove_temporaries(storage) == []
+
+
+def test_persist_merges_ranks_under_the_final_prefix(s3, tmp_path):
+    fs, bucket = s3
+    storage = StorageContext(bucket, "run", storage_filesystem=fs)
+    big = os.urandom(12 * 1024 * 1024)  # above the multipart threshold
+    r0 = make_source(tmp_path / "r0", {"model.bin": big, "shared": b"rank0"})
+    r1 = make_source(tmp_path / "r1", {"shared": b"rank1", "extra": b"1"})
+    path = persist_checkpoint(storage, [r0, r1], "epochs/1", mode="move")
+    assert path == f"{bucket}/run/epochs/1"
+    assert listing(fs, path) == ["extra", "model.bin", "shared"]
+    assert read(fs, f"{path}/model.bin") == big
+    assert read(fs, f"{path}/shared") == b"rank1"
+    # "move" only renames on one local filesystem; uploads leave the sources alone.
+    assert sorted(os.listdir(r0)) == ["model.bin", "shared"]
+
+
+def test_manager_retention_snapshot_and_restore_on_s3(s3, tmp_path):
+    fs, bucket = s3
+    storage = StorageContext(f"{bucket}/results", "run", storage_filesystem=fs)
+    manager = CheckpointManager(storage, Config())
+    for i, acc in enumerate([0.5, 0.9, 0.1, 0.7]):
+        src = make_source(tmp_path / f"s{i}", {"w": bytes([i]) * 100})
+        manager.register_checkpoint(persist_checkpoint(storage, src, f"c{i}"), {"acc": acc})
+    assert [r.dir_name for r in manager.checkpoint_results] == ["c3", "c1"]
+    run = storage.experiment_fs_path
+    top = {p.split("/")[0] for p in listing(fs, run)}
+    assert top == {".validate_storage_marker", "checkpoint_manager_snapshot.json", "c1", "c3"}
+
+    resumed = CheckpointManager(StorageContext(f"{bucket}/results", "run",
+                                               storage_filesystem=fs), Config())
+    assert [r.dir_name for r in resumed.checkpoint_results] == ["c3", "c1"]
+    assert resumed.latest_checkpoint_result.dir_name == "c3"
+    assert resumed.current_report_index == 4
+
+    state = read_result_state(fs, run)
+    assert state.latest == (f"{run}/c3", {"acc": 0.7})
+    assert [m["acc"] for _, m in state.best] == [0.7, 0.9]
+    checkpoint, metrics = resumed.best_checkpoints[-1]
+    assert checkpoint.filesystem is fs and checkpoint.path == f"{run}/c1"
+    assert read(fs, f"{checkpoint.path}/w") == bytes([1]) * 100
+
+
+def test_corrupt_and_dangling_snapshots_on_s3(s3, tmp_path):
+    fs, bucket = s3
+    storage = StorageContext(bucket, "run", storage_filesystem=fs)
+    manager = CheckpointManager(storage)
+    src = make_source(tmp_path / "s", {"w": b"1"})
+    manager.register_checkpoint(persist_checkpoint(storage, src, "c0"), {})
+    fs.delete_dir(f"{storage.experiment_fs_path}/c0")
+    with pytest.raises(CheckpointManagerInitializationError, match="does not exist anymore"):
+        CheckpointManager(storage)
+    with fs.open_output_stream(storage.checkpoint_manager_snapshot_path) as f:
+        f.write(b"{not json")
+    with pytest.raises(CheckpointManagerInitializationError, match="is corrupt"):
+        CheckpointManager(storage)
+
+
+def test_s3_uri_with_the_endpoint_from_the_environment(endpoint, s3, tmp_path, monkeypatch):
+    fs, bucket = s3
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://{endpoint}")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    monkeypatch.setenv("AWS_REGION", REGION)
+    storage = StorageContext(f"s3://{bucket}/uri", "run")
+    assert isinstance(storage.storage_filesystem, pafs.S3FileSystem)
+    assert storage.experiment_fs_path == f"{bucket}/uri/run"
+    manager = CheckpointManager(storage, Config())
+    src = make_source(tmp_path / "s", {"w": b"via uri"})
+    manager.register_checkpoint(persist_checkpoint(storage, src, "c0"), {"acc": 1})
+    assert read(fs, f"{bucket}/uri/run/c0/w") == b"via uri"
+    resumed = CheckpointManager(StorageContext(f"s3://{bucket}/uri", "run"), Config())
+    assert [r.dir_name for r in resumed.checkpoint_results] == ["c0"]
