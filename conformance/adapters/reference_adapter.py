@@ -14,7 +14,7 @@ import threading
 import time
 import traceback
 
-from conformance.adapters.base import Adapter, FitHandle, NodeSpec, Outcome, timed
+from conformance.adapters.base import Adapter, ClusterHandle, FitHandle, NodeSpec, Outcome, timed
 
 
 def _all_stacks() -> str:
@@ -75,18 +75,39 @@ class ReferenceAdapter(Adapter):
     def cluster(self, nodes: list[NodeSpec]):
         reference = importlib.import_module("reference")
         simcluster = importlib.import_module("simcluster")
-        specs = [simcluster.NodeSpec(cpus=n.cpus, gpus=n.gpus, resources=dict(n.resources))
-                 for n in nodes]
-        with simcluster.Cluster(nodes=specs) as cluster:
+        reference.shutdown()
+        with simcluster.Cluster(nodes=[_node_spec(simcluster, n) for n in nodes]) as cluster:
             reference.init(address=cluster.address)
             try:
-                yield cluster
+                yield _SimHandle(simcluster, cluster)
             finally:
                 reference.shutdown()
 
     @staticmethod
     def node_id_function():
         return _node_id
+
+
+def _node_spec(simcluster, n: NodeSpec):
+    return simcluster.NodeSpec(cpus=n.cpus, gpus=n.gpus, resources=dict(n.resources))
+
+
+class _SimHandle(ClusterHandle):
+    def __init__(self, simcluster, cluster):
+        self._sim, self._cluster = simcluster, cluster
+
+    @property
+    def nodes(self):
+        return self._cluster.nodes
+
+    def add_node(self, spec: NodeSpec):
+        return self._cluster.add_node(_node_spec(self._sim, spec))
+
+    def remove_node(self, node) -> None:
+        self._cluster.remove_node(node, graceful=True)
+
+    def kill_node(self, node) -> None:
+        self._cluster.kill_node(node)
 
 
 def _node_id() -> str:

@@ -58,10 +58,3 @@ __all__ = [
     "UserCallback",
     "WorkerGroupError",
 ]
-
-# Ray's public classes report `ray.train` as their module; ours report `reference.train`,
-# so reprs, pickles and error messages name the namespace users import from.
-for _name in __all__:
-    if isinstance(globals()[_name], type):
-        globals()[_name].__module__ = __name__
-del _name

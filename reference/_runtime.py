@@ -1,0 +1,93 @@
+"""`reference.init()` / `shutdown()` / `is_initialized()`: the cluster fit() runs on.
+
+Mirrors `ray.init`'s common arguments. With no address it starts an embedded single-node
+simcluster sized to this machine (or to num_cpus/num_gpus/resources); with an address
+(or SIMCLUSTER_ADDRESS, which `simcluster run` sets) it connects to a running cluster.
+`fit()` calls `ensure_cluster()`, so like `ray.init()` this happens on first use. The
+cluster stays up (warm node supervisors) until `shutdown()` or interpreter exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+
+_lock = threading.RLock()
+_cluster = None
+_owned = False
+
+
+def init(address: str | None = None, *, num_cpus: int | None = None,
+         num_gpus: int | None = None, resources: dict | None = None,
+         ignore_reinit_error: bool = False, **kwargs):
+    """Start an embedded cluster, or connect to the one at `address` ("auto": from the
+    SIMCLUSTER_ADDRESS environment variable). Returns the cluster handle."""
+    global _cluster, _owned
+    unknown = sorted(set(kwargs) - {"namespace", "runtime_env", "logging_level",
+                                    "log_to_driver", "include_dashboard"})
+    if unknown:
+        raise TypeError(f"init() got unexpected keyword arguments {unknown}")
+    with _lock:
+        if _cluster is not None:
+            if ignore_reinit_error:
+                return _cluster
+            raise RuntimeError("reference.init() was already called; call "
+                               "reference.shutdown() first or pass ignore_reinit_error=True.")
+        import simcluster
+
+        if address == "auto":
+            address = os.environ.get("SIMCLUSTER_ADDRESS")
+            if not address:
+                raise ConnectionError("init(address='auto'): SIMCLUSTER_ADDRESS is not set; "
+                                      "start a cluster with `simcluster run` or pass an address.")
+        if address is not None:
+            if num_cpus is not None or num_gpus is not None:
+                raise ValueError("When connecting to an existing cluster, num_cpus and "
+                                 "num_gpus must not be provided.")
+            _cluster, _owned = simcluster.connect(address), False
+            return _cluster
+        _check_count("num_cpus", num_cpus)
+        _check_count("num_gpus", num_gpus)
+        spec = simcluster.NodeSpec(
+            cpus=(os.cpu_count() or 1) if num_cpus is None else num_cpus,
+            gpus=num_gpus or 0, resources=dict(resources or {}),
+            accelerator="CUDA" if num_gpus else None)
+        _cluster = simcluster.Cluster(nodes=[spec])
+        _cluster.__enter__()
+        _owned = True
+        return _cluster
+
+
+def _check_count(name: str, value) -> None:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+        raise ValueError(f"{name}={value!r}: expected a non-negative int or None.")
+
+
+def shutdown() -> None:
+    """Stop the embedded cluster (or disconnect); idempotent."""
+    global _cluster, _owned
+    with _lock:
+        cluster, owned = _cluster, _owned
+        _cluster, _owned = None, False
+    if cluster is not None:
+        if owned:
+            cluster.__exit__(None, None, None)
+        else:
+            getattr(cluster, "close", lambda: None)()
+
+
+def is_initialized() -> bool:
+    return _cluster is not None
+
+
+def ensure_cluster():
+    """The current cluster, starting the embedded default one on first use."""
+    with _lock:
+        if _cluster is None:
+            address = os.environ.get("SIMCLUSTER_ADDRESS")
+            init(address=address)
+        return _cluster
+
+
+atexit.register(shutdown)
