@@ -16,7 +16,9 @@ from conformance.probe import Fault, InjectedFault
 from conformance.scenarios import new_script, run, workspace
 from conformance.settings import fit_settings
 
-STEPS = 4
+# Each attempt advances at most 2 steps before its fault (report index <= 2), so 5 steps
+# leave every scheduled fault a report to fire at.
+STEPS = 5
 WORKERS = 2
 
 
@@ -56,6 +58,7 @@ def _check_schedule(impl, faults, max_failures):
                      "attempts started before fit() gave up", r.setting)
         return
     result = expect.succeeded(r.outcome, r.setting)
+    expect.equal(len(r.events("fault")), len(faults), "faults that fired", r.setting)
     groups = history.attempts(events)
     expect.equal(len(groups), len(faults) + 1, "attempts started", r.setting)
     expect.verdict(history.ranks_complete(events), r.setting)

@@ -81,7 +81,9 @@ class DataParallelTrainer:
                                   "train_loop_per_worker")
 
     def _local_context(self) -> TrainContext:
-        return TrainContext(experiment_name=self.run_config.name)
+        backend = self.backend_config.backend_cls()
+        context = backend.local_context(self.backend_config, self.run_config.name)
+        return context or TrainContext(experiment_name=self.run_config.name)
 
     def fit(self):
         train_fn = self._train_fn()

@@ -37,6 +37,21 @@ class GroupSpec:
     backend_config: Any = None
 
 
+@dataclasses.dataclass(frozen=True)
+class WorkerSlot:
+    """Where one rank runs: what a backend needs to set up its process group."""
+
+    rank: int
+    local_rank: int
+    node_rank: int
+    world_size: int
+    local_world_size: int
+    node_id: str
+    node_address: str
+    accelerator: str | None = None  # "CUDA", "ROCm", "TPU" or None
+    accelerator_ids: tuple = ()  # GPU ids / TPU chips of this worker on its node
+
+
 # ------------------------------------------------------------------ events (worker -> controller)
 @dataclasses.dataclass(frozen=True)
 class Report:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import traceback
 from typing import Any
 
 import cloudpickle
@@ -20,7 +19,7 @@ from reference.train._context import TrainContext
 from reference.train._internal.session import Session, set_session
 from reference.train._internal.storage import fs_utils
 from reference.train._internal.storage.storage_context import validate_checkpoint_dir_name
-from reference.train._internal.worker_group.api import Ack, Failed, Finished, GroupSpec, Report
+from reference.train._internal.worker_group.api import Ack, GroupSpec, Report
 
 
 @dataclasses.dataclass
@@ -30,7 +29,8 @@ class WorkerBoot:
     spec: GroupSpec
     context: TrainContext
     env: dict
-    setup: list  # callables run before the training function (backend setup)
+    setup: list  # callables(context) run before the training function (backend setup)
+    teardown: list = dataclasses.field(default_factory=list)
 
 
 def unserializable_key(metrics: Any) -> str | None:
@@ -97,26 +97,17 @@ class WorkerSession(Session):
         return self.checkpoint
 
 
-def _picklable(exc: BaseException) -> BaseException:
-    try:
-        cloudpickle.loads(cloudpickle.dumps(exc))
-        return exc
-    except Exception:  # noqa: BLE001 - replaced by a plain error carrying its text
-        return RuntimeError(f"{type(exc).__name__}: {exc}")
-
-
-def worker_main(boot: WorkerBoot, channel) -> None:
-    """Run the training function of one rank; report its return or its exception."""
+def worker_main(boot: WorkerBoot, channel):
+    """Run one rank's training function; its return value or exception is the worker's
+    outcome (the cluster carries it back to the controller)."""
     os.environ.update(boot.env)
     set_session(WorkerSession(boot, channel))
-    rank = boot.context.world_rank
     try:
         for setup in boot.setup:
             setup(boot.context)
         value = cloudpickle.loads(boot.spec.train_fn)()
-    except BaseException as exc:  # noqa: BLE001 - SystemExit too is a worker failure
-        channel.send(Failed(rank, error=_picklable(exc), traceback=traceback.format_exc()))
-        return
+        for teardown in boot.teardown:
+            teardown(boot.context)
+        return value
     finally:
         set_session(None)
-    channel.send(Finished(rank, value))
