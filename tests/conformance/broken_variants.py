@@ -1,0 +1,112 @@
+"""Deliberately broken variants of the reference, each an adapter factory for `--impl`.
+
+Each variant patches one rule of the contract in the driver process (where the reference's
+controller runs) when its adapter is set up. `test_broken_variants.py` runs the checks that
+must catch it and expects them to fail.
+"""
+
+from __future__ import annotations
+
+from conformance.adapters.reference_adapter import ReferenceAdapter
+
+
+class _Variant(ReferenceAdapter):
+    name = "broken"
+
+    def setup(self) -> None:
+        self.patch()
+
+    def patch(self) -> None:
+        raise AssertionError("a variant must patch something")
+
+
+class DropsLatest(_Variant):
+    """Retention evicts the latest checkpoint too."""
+
+    def patch(self):
+        from reference.train._internal.storage.checkpoint_manager import CheckpointManager
+
+        def evict_all_but_best(manager):
+            k = manager._num_to_keep
+            if k is None or len(manager._results) <= k:
+                return []
+            evicted, manager._results = manager._results[:-k], manager._results[-k:]
+            return evicted
+
+        CheckpointManager._apply_retention = evict_all_but_best
+
+
+class IgnoresMaxFailures(_Variant):
+    """Every worker failure is retried."""
+
+    def patch(self):
+        from reference.train._internal.controller.policies import FailureDecision, FailurePolicy
+
+        FailurePolicy.decide = lambda self, kind: FailureDecision(True, kind, 1, -1)
+
+
+class Rank1Metrics(_Variant):
+    """A round's metrics are taken from the highest rank instead of rank 0."""
+
+    def patch(self):
+        from reference.train._internal.controller.controller import Controller
+
+        original = Controller._on_report
+
+        def on_report(controller, state, report):
+            arrived = state.rounds.setdefault(report.index, {})
+            if len(arrived) == state.size - 1 and report.rank not in arrived:
+                last = max([*arrived, report.rank])
+                source = report if last == report.rank else arrived[last]
+                for rank, r in list(arrived.items()):
+                    arrived[rank] = type(r)(r.rank, r.index, source.metrics, r.staged,
+                                            r.checkpoint_dir_name)
+                report = type(report)(report.rank, report.index, source.metrics,
+                                      report.staged, report.checkpoint_dir_name)
+            return original(controller, state, report)
+
+        Controller._on_report = on_report
+
+
+class RegistersIncomplete(_Variant):
+    """A round is consolidated as soon as its first rank reports (no barrier): the
+    checkpoint is committed and registered before the other ranks' files are in."""
+
+    def patch(self):
+        from reference.train._internal.controller.controller import Controller
+
+        original = Controller._on_report
+
+        def on_report(controller, state, report):
+            if report.index in controller.__dict__.setdefault("_done_rounds", set()):
+                state.group.ack(report.rank, controller._last_ack)
+                return state, "late rank acknowledged"
+            size, state.size = state.size, 1
+            try:
+                state.rounds.pop(report.index, None)
+                result = original(controller, state, report)
+            finally:
+                state.size = size
+            controller._done_rounds.add(report.index)
+            from reference.train._internal.worker_group.api import Ack
+
+            controller._last_ack = Ack(report.index, controller.manager.latest_checkpoint)
+            return result
+
+        Controller._on_report = on_report
+
+
+def drops_latest():
+    return DropsLatest()
+
+
+def ignores_max_failures():
+    return IgnoresMaxFailures()
+
+
+def rank1_metrics():
+    return Rank1Metrics()
+
+
+def registers_incomplete():
+    return RegistersIncomplete()
