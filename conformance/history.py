@@ -147,3 +147,45 @@ def restores_latest(events: list[dict], allow_newer_unacknowledged: bool = True)
                                   f"{[(s['rank'], (s['restored'] or {}).get('step')) for s in starts]}")
         acked.extend(acknowledged_steps(events, a))
     return _ok(name)
+
+
+def checkpoints_whole(events: list[dict], run_dir: str) -> Verdict:
+    """Every checkpoint folder visible in the run folder holds the shards of the ranks that
+    passed a checkpoint in its round, each a complete JSON file (nothing half-written)."""
+    import json
+    import os
+
+    name = "checkpoints_whole"
+    if not os.path.isdir(run_dir):
+        return _unknown(name, f"{run_dir} does not exist")
+    for entry in sorted(os.listdir(run_dir)):
+        folder = os.path.join(run_dir, entry)
+        if entry.startswith(".") or not os.path.isdir(folder):
+            continue
+        shards = [n for n in os.listdir(folder) if n.startswith("shard-")]
+        if not shards:
+            return _bad(name, f"{entry} holds no shard")
+        steps = set()
+        for n in shards:
+            try:
+                with open(os.path.join(folder, n)) as f:
+                    steps.add(json.load(f)["step"])
+            except (OSError, ValueError, KeyError) as exc:
+                return _bad(name, f"{entry}/{n} is not whole: {exc}")
+        if len(steps) != 1:
+            return _bad(name, f"{entry} mixes shards of steps {sorted(steps)}")
+        step = steps.pop()
+        # the latest attempt that reported this step decides which ranks wrote shards
+        writers = {e["rank"] for e in events if e["ev"] == "report" and e["step"] == step
+                   and e["checkpoint"]}
+        missing = sorted(r for r in writers if f"shard-{r}.json" not in shards)
+        if missing:
+            return _bad(name, f"{entry} lacks the shards of ranks {missing}")
+    return _ok(name)
+
+
+ALWAYS = {
+    "ranks_complete": lambda events, run_dir: ranks_complete(events),
+    "restores_latest": lambda events, run_dir: restores_latest(events),
+    "checkpoints_whole": checkpoints_whole,
+}

@@ -193,6 +193,9 @@ def run_script(config: dict) -> dict:
                 time.sleep(s.step_sleep_s)
             for fault in s.faults:
                 if (fault.rank, fault.report, fault.attempt) == (rank, index, attempt):
+                    # A fault before the first report could otherwise strike before a
+                    # peer of this attempt started, and blur where attempts begin.
+                    _await_starts(journal, attempt, world)
                     journal.record(ev="fault", rank=rank, attempt=attempt, step=step,
                                    fault=str(fault))
                     fire(fault)
@@ -220,6 +223,15 @@ def run_script(config: dict) -> dict:
     finally:
         faulthandler.cancel_dump_traceback_later()
         stack_file.close()
+
+
+def _await_starts(journal: Journal, attempt: int, world: int, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        started = {e["rank"] for e in journal.events("start") if e["attempt"] == attempt}
+        if len(started) >= world:
+            return
+        time.sleep(0.01)
 
 
 def _arrived(journal: Journal, attempt: int, step: int, world: int) -> list:

@@ -90,7 +90,21 @@ def run(impl, script: Script, *, num_workers, folder: str, name: str | None = No
     outcome = impl.fit(factory, deadline_s)
     if outcome.hang:
         outcome.stacks = (outcome.stacks + "\n" + journal.stacks()).strip()
-    return Run(outcome, journal, storage, name, setting)
+    result = Run(outcome, journal, storage, name, setting)
+    verify_history(impl, result)
+    return result
+
+
+def verify_history(impl, run: Run) -> None:
+    """The adapter's always-on history checkers; an invalid verdict fails the check."""
+    from conformance import history
+
+    events = run.events()
+    for check in impl.history_checks:
+        verdict = history.ALWAYS[check](events, run.run_dir)
+        if verdict.status == "invalid":
+            raise AssertionError(f"history check {verdict.name}: {verdict.reason} "
+                                 f"[{run.setting}]")
 
 
 def wait_for(predicate: Callable[[], Any], timeout_s: float, interval_s: float = 0.1):

@@ -72,6 +72,8 @@ class Adapter(abc.ABC):
     fit_deadline_s: float = 60.0
     #: Hypothesis examples for properties whose every example runs fit()
     fit_examples: int = 3
+    #: history checkers (names in `conformance.history.ALWAYS`) run after every fit
+    history_checks: tuple = ()
 
     # ------------------------------------------------------------ namespace
     @property

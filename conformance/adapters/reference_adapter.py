@@ -52,6 +52,7 @@ class ReferenceAdapter(Adapter):
     capabilities = frozenset({"multinode", "add_node", "remove_node", "kill_node", "elastic"})
     fit_deadline_s = 60.0
     fit_examples = 10
+    history_checks = ("ranks_complete", "restores_latest", "checkpoints_whole")
 
     @property
     def train(self):

@@ -6,7 +6,7 @@ from conformance import expect, history
 from conformance.adapters.base import NodeSpec
 from conformance.catalogue import clause
 from conformance.checks.check_context import needs
-from conformance.scenarios import new_script, run, wait_for, workspace
+from conformance.scenarios import verify_history, new_script, run, wait_for, workspace
 
 INTERVAL_S = 2.0
 
@@ -26,6 +26,7 @@ def _grow(impl, num_workers, target, observe_s: float):
         before = [s["world_size"] for s in r.events("start")]
         cluster.add_node(NodeSpec(cpus=2))
         r.outcome = handle.wait()
+    verify_history(impl, r)
     setting = f"{r.setting}, 1 node x 2 CPUs, then a second added"
     return r, bool(started), before, setting
 

@@ -70,3 +70,21 @@ def test_restores_latest():
     split[-1] = start(1, attempt=1, restored=2)
     assert h.restores_latest(split).status == "invalid"
     assert h.restores_latest([start(0)]).status == "unknown"
+
+
+def test_checkpoints_whole(tmp_path):
+    import json
+
+    run = tmp_path / "run"
+    (run / "ckpt-0000").mkdir(parents=True)
+    (run / ".tmp-stage").mkdir()  # temporaries are not checkpoints
+    for r in (0, 1):
+        (run / "ckpt-0000" / f"shard-{r}.json").write_text(json.dumps({"step": 0}))
+    events = [report(0, 0), report(1, 0)]
+    assert h.checkpoints_whole(events, str(run)).valid
+    (run / "ckpt-0000" / "shard-1.json").write_text('{"st')
+    assert h.checkpoints_whole(events, str(run)).status == "invalid"
+    (run / "ckpt-0000" / "shard-1.json").unlink()
+    v = h.checkpoints_whole(events, str(run))
+    assert v.status == "invalid" and "ranks [1]" in v.reason
+    assert h.checkpoints_whole(events, str(tmp_path / "nope")).status == "unknown"
