@@ -1,0 +1,84 @@
+"""Ctrl-C on the driver aborts a distributed fit cleanly: the driver raises
+KeyboardInterrupt, every worker process is gone, and the latest checkpoint is intact."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+DRIVER = textwrap.dedent('''
+    import os, sys, time
+    import reference.train as t
+
+    out = sys.argv[1]
+
+    def train(config):
+        ctx = t.get_context()
+        with open(os.path.join(out, f"pid-{ctx.get_world_rank()}"), "w") as f:
+            f.write(str(os.getpid()))
+        for step in range(10_000):
+            d = os.path.join(out, "local", f"{ctx.get_world_rank()}-{step}")
+            os.makedirs(d)
+            with open(os.path.join(d, f"shard-{ctx.get_world_rank()}.json"), "w") as f:
+                f.write('{"step": %d}' % step)
+            t.report({"step": step}, checkpoint=t.Checkpoint.from_directory(d))
+            if step >= 2 and ctx.get_world_rank() == 0:
+                open(os.path.join(out, "ready"), "w").close()
+            time.sleep(0.05)
+
+    trainer = t.DataParallelTrainer(
+        train, scaling_config=t.ScalingConfig(num_workers=2),
+        run_config=t.RunConfig(storage_path=os.path.join(out, "storage"), name="abort",
+                               checkpoint_config=t.CheckpointConfig(num_to_keep=2)))
+    try:
+        trainer.fit()
+    except KeyboardInterrupt:
+        print("INTERRUPTED", flush=True)
+        sys.exit(3)
+''')
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+@pytest.mark.slow
+def test_sigint_aborts_cleanly(tmp_path):
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER)
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "ready").exists():
+            assert proc.poll() is None, proc.stdout.read()
+            assert time.monotonic() < deadline, "the fit never reached step 2"
+            time.sleep(0.05)
+        pids = [int((tmp_path / f"pid-{r}").read_text()) for r in (0, 1)]
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 3 and "INTERRUPTED" in out, out[-3000:]
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in pids), f"workers {pids} outlived the driver"
+    run = tmp_path / "storage" / "abort"
+    snapshot = json.loads((run / "checkpoint_manager_snapshot.json").read_text())
+    latest = snapshot["latest_checkpoint_result"]["checkpoint_dir_name"]
+    shards = sorted(os.listdir(run / latest))
+    assert shards == ["shard-0.json", "shard-1.json"]
+    for name in shards:
+        json.loads((run / latest / name).read_text())  # whole, not truncated
