@@ -57,6 +57,12 @@ class ClusterHandle(abc.ABC):
     def kill_node(self, node: Any) -> None:
         self.remove_node(node)
 
+    def pause_node(self, node: Any) -> None:
+        raise Unsupported(f"{type(self).__name__} cannot pause a node")
+
+    def resume_node(self, node: Any) -> None:
+        raise Unsupported(f"{type(self).__name__} cannot resume a node")
+
 
 class FitHandle(abc.ABC):
     """A fit() started in the background (so a check can change the cluster meanwhile)."""

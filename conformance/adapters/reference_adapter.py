@@ -49,7 +49,8 @@ class _ThreadFit(FitHandle):
 
 class ReferenceAdapter(Adapter):
     name = "reference"
-    capabilities = frozenset({"multinode", "add_node", "remove_node", "kill_node", "elastic"})
+    capabilities = frozenset({"multinode", "add_node", "remove_node", "kill_node", "pause_node",
+                              "elastic"})
     fit_deadline_s = 60.0
     fit_examples = 10
     history_checks = ("ranks_complete", "restores_latest", "checkpoints_whole")
@@ -109,6 +110,12 @@ class _SimHandle(ClusterHandle):
 
     def kill_node(self, node) -> None:
         self._cluster.kill_node(node)
+
+    def pause_node(self, node) -> None:
+        self._cluster.pause_node(node)
+
+    def resume_node(self, node) -> None:
+        self._cluster.resume_node(node)
 
 
 def _node_id() -> str:
