@@ -1,0 +1,96 @@
+"""reference.init / shutdown / is_initialized and the errors of a distributed fit that
+come from bad input on a worker."""
+
+import os
+
+import pytest
+
+import reference
+import reference.train as t
+
+
+@pytest.fixture
+def fresh():
+    reference.shutdown()
+    yield
+    reference.shutdown()
+
+
+def test_init_shutdown_cycle(fresh):
+    assert not reference.is_initialized()
+    cluster = reference.init(num_cpus=3)
+    assert reference.is_initialized()
+    assert cluster.total_resources()["CPU"] == 3
+    with pytest.raises(RuntimeError, match="already called"):
+        reference.init()
+    assert reference.init(ignore_reinit_error=True) is cluster
+    reference.shutdown()
+    assert not reference.is_initialized()
+    reference.shutdown()  # idempotent
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"num_cpus": -1}, "num_cpus=-1"),
+    ({"num_gpus": 1.5}, "num_gpus=1.5"),
+    ({"address": "127.0.0.1:1", "num_cpus": 2}, "must not be provided"),
+    ({"bogus": 1}, "bogus"),
+])
+def test_init_rejects_bad_arguments(fresh, kwargs, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        reference.init(**kwargs)
+    assert not reference.is_initialized()
+
+
+def test_connect_to_a_running_cluster(fresh):
+    import simcluster
+
+    with simcluster.Cluster(nodes=[simcluster.NodeSpec(cpus=2)]) as cluster:
+        client = reference.init(address=cluster.address)
+        assert [n.id for n in client.nodes] == [n.id for n in cluster.nodes]
+        reference.shutdown()
+
+
+def _fit(tmp_path, fn, **scaling):
+    return t.DataParallelTrainer(
+        fn, scaling_config=t.ScalingConfig(num_workers=1, **scaling),
+        run_config=t.RunConfig(storage_path=str(tmp_path / "s"), name="bad")).fit()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["../escape", "/abs/path", "a/../../b", ".tmp-x"])
+def test_escaping_checkpoint_dir_name_is_a_value_error(tmp_path, name):
+    src = tmp_path / "ck"
+    src.mkdir()
+
+    def train():
+        t.report({}, checkpoint=t.Checkpoint.from_directory(str(src)), checkpoint_dir_name=name)
+
+    with pytest.raises(t.WorkerGroupError) as info:
+        _fit(tmp_path, train)
+    assert isinstance(info.value.worker_failures[0], ValueError)
+    assert "checkpoint_dir_name" in str(info.value.worker_failures[0])
+    assert sorted(os.listdir(tmp_path)) == ["ck", "s"]  # nothing written outside the run
+    assert sorted(os.listdir(tmp_path / "s")) == ["bad"]
+
+
+@pytest.mark.slow
+def test_unserializable_metric_names_its_key(tmp_path):
+    def train():
+        t.report({"ok": 1, "fn": lambda: None, "gen": (i for i in range(3))})
+
+    with pytest.raises(t.WorkerGroupError) as info:
+        _fit(tmp_path, train)
+    err = info.value.worker_failures[0]
+    assert isinstance(err, TypeError) and "'gen'" in str(err)
+
+
+@pytest.mark.slow
+def test_a_request_that_can_never_fit_fails_at_once(tmp_path):
+    import time
+
+    start = time.monotonic()
+    with pytest.raises(t.ControllerError, match="CPU"):
+        t.DataParallelTrainer(
+            lambda: None, scaling_config=t.ScalingConfig(num_workers=64),
+            run_config=t.RunConfig(storage_path=str(tmp_path), name="huge")).fit()
+    assert time.monotonic() - start < 10
