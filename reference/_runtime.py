@@ -13,6 +13,10 @@ import atexit
 import os
 import threading
 
+#: modules node supervisors import once, so every forked worker starts with them loaded
+PRELOAD = ("reference.train._internal.worker_group.worker", "reference.train", "pyarrow.fs",
+           "cloudpickle")
+
 _lock = threading.RLock()
 _cluster = None
 _owned = False
@@ -53,7 +57,7 @@ def init(address: str | None = None, *, num_cpus: int | None = None,
             cpus=(os.cpu_count() or 1) if num_cpus is None else num_cpus,
             gpus=num_gpus or 0, resources=dict(resources or {}),
             accelerator="CUDA" if num_gpus else None)
-        _cluster = simcluster.Cluster(nodes=[spec])
+        _cluster = simcluster.Cluster(nodes=[spec], preload=PRELOAD)
         _cluster.__enter__()
         _owned = True
         return _cluster

@@ -78,7 +78,9 @@ class ReferenceAdapter(Adapter):
         reference = importlib.import_module("reference")
         simcluster = importlib.import_module("simcluster")
         reference.shutdown()
-        with simcluster.Cluster(nodes=[_node_spec(simcluster, n) for n in nodes]) as cluster:
+        preload = importlib.import_module("reference._runtime").PRELOAD
+        with simcluster.Cluster(nodes=[_node_spec(simcluster, n) for n in nodes],
+                                preload=preload) as cluster:
             reference.init(address=cluster.address)
             try:
                 yield _SimHandle(simcluster, cluster)
