@@ -6,7 +6,8 @@
     ├── NodeDownError               the node named in a call is down (or unknown)
     ├── WorkerStartError            a node could not start a worker process
     ├── ChannelClosed               the other end of a message channel is gone (also EOFError)
-    └── AuthenticationError         a peer failed the cluster-secret handshake
+    ├── AuthenticationError         a peer failed the cluster-secret handshake
+    └── RemoteError                 stands in for a worker's outcome that could not be pickled
 
 Ordinary argument mistakes raise `ValueError` / `TypeError` naming the argument, the value and
 what is allowed.
@@ -41,3 +42,7 @@ class ChannelClosed(SimclusterError, EOFError):
 
 class AuthenticationError(SimclusterError):
     """Raised on the connecting side when the cluster refuses its secret (or vice versa)."""
+
+
+class RemoteError(SimclusterError):
+    """Stands in for a worker's exception or return value that could not cross the channel."""
