@@ -6,7 +6,7 @@ from conformance import expect, history
 from conformance.adapters.base import NodeSpec
 from conformance.catalogue import clause
 from conformance.checks.check_context import needs
-from conformance.scenarios import verify_history, new_script, run, wait_for, workspace
+from conformance.scenarios import new_script, run, verify_history, wait_for, workspace
 
 INTERVAL_S = 2.0
 
