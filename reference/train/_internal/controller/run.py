@@ -18,9 +18,8 @@ from reference.train._internal.storage.storage_context import StorageContext
 
 
 def run_distributed(trainer, train_fn):
-    from reference.train._internal.worker_group.simcluster_group import SimclusterGroupFactory
-
     from reference._runtime import ensure_cluster
+    from reference.train._internal.worker_group.simcluster_group import SimclusterGroupFactory
 
     rc, sc = trainer.run_config, trainer.scaling_config
     storage = StorageContext(rc.storage_path, rc.name, rc.storage_filesystem)
