@@ -1,7 +1,8 @@
 """A simulated multi-node cluster on one machine, with fault injection and a history.
 
 See `simcluster.api` for the interface, `simcluster.worker` for what runs inside a worker,
-and `simcluster.checkers` for verdicts over a cluster's history.
+`simcluster.checkers` for verdicts over a cluster's history, `simcluster.strategies` for
+Hypothesis strategies of fault plans, and `python -m simcluster --help` for the CLI.
 """
 
 from ._client import ClusterClient, connect
@@ -17,31 +18,42 @@ from ._errors import (
     Unschedulable,
     WorkerStartError,
 )
+from ._faultrun import PlanRun
+from ._faults import ACTIONS, Action, FaultPlan, Trigger, action
 from ._history import History
 from ._placement import STRATEGIES
+from ._providers import Provider, RecordingProvider
 from ._spec import Node, NodeSpec
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ACTIONS",
+    "Action",
     "AuthenticationError",
     "Bundle",
     "Channel",
     "ChannelClosed",
     "Cluster",
     "ClusterClient",
+    "FaultPlan",
     "History",
     "Node",
     "NodeDownError",
     "NodeSpec",
+    "PlanRun",
     "Placement",
     "PlacementTimeout",
+    "Provider",
+    "RecordingProvider",
     "RemoteError",
     "STRATEGIES",
     "SimclusterError",
+    "Trigger",
     "Unschedulable",
     "WorkerExit",
     "WorkerHandle",
     "WorkerStartError",
+    "action",
     "connect",
 ]

@@ -10,10 +10,13 @@ from typing import Any
 from ._calls import blob_for, check_env, resolve_target
 from ._driver import Driver
 from ._endpoint import Endpoint, Placement, WorkerHandle
+from ._faultrun import PlanRun
+from ._faults import FaultPlan
 from ._history import History
+from ._providers import PROVIDER_NAMES, Provider, make_provider
 from ._spec import Node, NodeSpec
 
-PROVIDERS = ("process",)
+PROVIDERS = PROVIDER_NAMES
 
 
 def _index(node: Node) -> int:
@@ -26,26 +29,69 @@ class Cluster(Endpoint):
 
     `preload`: modules the node factory imports once, so that every node and worker starts
     with them (e.g. a heavy framework). `grace_s`: default grace of `remove_node`.
-    `history_path`: the history file (None: a new temporary file, kept after close)."""
+    `history_path`: the history file (None: a new temporary file, kept after close).
+    `provider`: "process", "netns", "docker" or a `Provider` (see `_providers.py`).
+    `faults`: a `FaultPlan` to run from the start: its event triggers see the first nodes come
+    up, its time triggers count from when they are; `run_plan` starts one later."""
 
-    def __init__(self, nodes: Iterable[NodeSpec] = (), *, provider: str = "process",
+    def __init__(self, nodes: Iterable[NodeSpec] = (), *, provider: str | Provider = "process",
                  history_path: str | None = None, host: str = "127.0.0.1",
                  preload: Sequence[str] = (), start_timeout_s: float = 60.0,
-                 grace_s: float = 5.0):
+                 grace_s: float = 5.0, faults: FaultPlan | None = None):
         super().__init__()
-        if provider not in PROVIDERS:
-            raise ValueError(f"Cluster(provider={provider!r}): expected one of {PROVIDERS}")
+        self._provider = make_provider(provider)
         specs = list(nodes)
+        self._plan_runs: list[PlanRun] = []
+        if faults is not None:
+            PlanRun.check(faults, self._provider)
         self._history = History(history_path)
-        self._driver = Driver(host=host, history=self._history, preload=tuple(preload),
-                              grace_s=grace_s)
-        # Runs at close() or, if the caller forgets, at garbage collection / interpreter exit.
-        self._finalizer = weakref.finalize(self, self._driver.close)
         try:
+            bind = self._provider.open(host)
+            self._driver = Driver(host=bind, history=self._history, preload=tuple(preload),
+                                  grace_s=grace_s, provider=self._provider)
+        except BaseException:
+            self._provider.close()
+            self._history.close()
+            raise
+        # Runs at close() or, if the caller forgets, at garbage collection / interpreter exit.
+        self._finalizer = weakref.finalize(self, _shutdown, self._driver, self._provider,
+                                           self._plan_runs)
+        try:
+            if faults is not None:
+                self._start_plan(faults)
             self._driver.start_nodes(specs, start_timeout_s)
+            for run in self._plan_runs:
+                run.start_clock()
         except BaseException:
             self.close()
             raise
+
+    @property
+    def provider(self) -> Provider:
+        return self._provider
+
+    def run_plan(self, plan: FaultPlan) -> PlanRun:
+        """Start executing a fault plan now (its time triggers count from now, its event
+        triggers see events from now on); returns its `PlanRun` (wait(), injected, skipped,
+        stop()). Partition steps need provider='netns' (a ValueError here otherwise)."""
+        if not isinstance(plan, FaultPlan):
+            raise TypeError(f"run_plan(plan={plan!r}): expected a simcluster.FaultPlan")
+        run = self._start_plan(plan)
+        run.start_clock()
+        return run
+
+    def _start_plan(self, plan: FaultPlan) -> PlanRun:
+        PlanRun.check(plan, self._provider)
+        self._driver._check_open()
+        run = PlanRun(self._driver, plan)
+        self._plan_runs.append(run)
+        run.start()
+        return run
+
+    @property
+    def plan_runs(self) -> list[PlanRun]:
+        """The fault plans started on this cluster (`faults=` first)."""
+        return list(self._plan_runs)
 
     # -- nodes ---------------------------------------------------------------------------
     @property
@@ -119,7 +165,8 @@ class Cluster(Endpoint):
 
     # -- lifecycle -------------------------------------------------------------------------
     def close(self) -> None:
-        """Stop every node and worker (SIGKILL) and the event loop; idempotent."""
+        """Stop every node and worker (SIGKILL) and the event loop, any fault plan, and the
+        provider's namespaces or containers; idempotent."""
         self._finalizer()
 
     @property
@@ -144,3 +191,12 @@ class Cluster(Endpoint):
 
     def _release_placement(self, placement_id: str) -> None:
         self._driver.release(placement_id)
+
+
+def _shutdown(driver: Driver, provider: Provider, plan_runs: list) -> None:
+    for run in plan_runs:
+        run.stop()
+    try:
+        driver.close()
+    finally:
+        provider.close()

@@ -34,7 +34,9 @@ HISTORY_FLUSH_S = 0.1
 
 
 class Driver(NodeTable, WorkerTable):
-    def __init__(self, *, host: str, history: History, preload: tuple[str, ...], grace_s: float):
+    def __init__(self, *, host: str, history: History, preload: tuple[str, ...], grace_s: float,
+                 provider):
+        self.provider = provider
         self.secret = os.urandom(32)
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.bind((host, 0))
@@ -58,6 +60,8 @@ class Driver(NodeTable, WorkerTable):
                                                "driver_pid": os.getpid(),
                                                "preload": list(preload)}, self._factory_event)
         self.by_pid: dict[int, NodeRec] = {}
+        self.plan_runs: list = []                 # running fault plans (`_faultrun.py`)
+        self.cut_nodes: set[str] = set()          # nodes a plan's partition cut off
         self.loop.call_soon(self._flush_history)
         self.loop.start()
         history.record("cluster_start", address=self.address, wall=time.time(), pid=os.getpid())

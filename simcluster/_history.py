@@ -20,6 +20,15 @@ Events recorded by a cluster (extra fields in brackets):
     placement       [placement, strategy, bundles, nodes]
     placement_released [placement]
     fault           [action, node | worker, ...]   (kill_node, pause_node, kill_worker, ...)
+                    a fault plan's faults also carry [step, trigger]
+    worker_signal   [worker, node, signal]
+    upload          [worker, path, fault: step | None]   (`simcluster.worker.before_upload`)
+    plan_start      [plan, seed]     plan_done     plan_skipped  [step, action, why]
+    heal            [nodes, step]    (a plan's partition ended)
+
+`subscribe(callback)` calls `callback(event_dict)` after each event is recorded, on the
+thread that recorded it (often the cluster's event loop, sometimes holding the driver's
+lock): a listener must be quick and must not wait for the cluster.
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ class History:
         self._seq = 0
         self._pending: list[str] = []
         self._fd: int | None = None
+        self._listeners: tuple = ()
         if writable:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
 
@@ -59,7 +69,9 @@ class History:
             entry = {"t": time.monotonic(), "seq": self._seq, "event": event, **fields}
             self._pending.append(json.dumps(entry, default=repr) + "\n")
             self._write()
-            return entry
+        for listener in self._listeners:
+            listener(entry)
+        return entry
 
     def record_message(self, worker: str, direction: str, type_name: str, size: int) -> None:
         """`record("message", ...)` on the hot path: formatted by hand and buffered (written
@@ -68,12 +80,27 @@ class History:
             if self._fd is None:
                 return
             self._seq += 1
+            t, seq = time.monotonic(), self._seq
             self._pending.append(
-                f'{{"t": {time.monotonic()!r}, "seq": {self._seq}, "event": "message", '
+                f'{{"t": {t!r}, "seq": {seq}, "event": "message", '
                 f'"worker": {json.dumps(worker)}, "direction": "{direction}", '
                 f'"type": {json.dumps(type_name)}, "size": {size}}}\n')
             if len(self._pending) >= _MESSAGE_BATCH:
                 self._write()
+        if self._listeners:
+            entry = {"t": t, "seq": seq, "event": "message", "worker": worker,
+                     "direction": direction, "type": type_name, "size": size}
+            for listener in self._listeners:
+                listener(entry)
+
+    def subscribe(self, callback) -> None:
+        """Call `callback(event)` after every event from now on (see the module note)."""
+        with self._lock:
+            self._listeners = (*self._listeners, callback)
+
+    def unsubscribe(self, callback) -> None:
+        with self._lock:
+            self._listeners = tuple(c for c in self._listeners if c is not callback)
 
     def flush(self) -> None:
         with self._lock:

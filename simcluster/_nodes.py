@@ -17,7 +17,7 @@ import time
 
 from . import _proc
 from ._errors import NodeDownError, SimclusterError
-from ._spec import Node, NodeSpec, node_address
+from ._spec import Node, NodeSpec
 
 
 class NodeRec:
@@ -49,24 +49,30 @@ class NodeTable:
                 if not isinstance(spec, NodeSpec):
                     raise TypeError(f"nodes: expected NodeSpec objects, got {spec!r}")
                 index = next(self._node_ids)
-                rec = NodeRec(Node(f"node-{index}", index, node_address(index), spec))
-                self.starting[rec.node.id] = rec
+                rec = NodeRec(Node(f"node-{index}", index, self.provider.node_address(index),
+                                   spec))
                 recs.append(rec)
-        for rec in recs:
-            self.loop.call_soon(self._spawn, rec)
+        fields = [self.provider.prepare(rec.node) for rec in recs]  # may block, may raise
+        with self.lock:
+            for rec in recs:
+                self.starting[rec.node.id] = rec
+        for rec, extra in zip(recs, fields, strict=True):
+            self.loop.call_soon(self._spawn, rec, extra)
         deadline = time.monotonic() + timeout_s
         for rec in recs:
             self._await_up(rec, deadline)
         return [rec.node for rec in recs]
 
-    def _spawn(self, rec: NodeRec) -> None:
+    def _spawn(self, rec: NodeRec, extra: dict) -> None:
         """Loop thread only (the factory's parent-death signal is tied to this thread)."""
         if self.closed:
             rec.spawn_error = "the cluster closed"
             rec.settled.set()
             return
-        self.factory.spawn({"node_id": rec.node.id, "node_address": rec.node.address,
-                            "env": {**os.environ, **rec.node.spec.env}})
+        self.provider.spawn(rec.node, {"node_id": rec.node.id, "node_address": rec.node.address,
+                                       "address": self.address,
+                                       "env": {**os.environ, **rec.node.spec.env}, **extra},
+                            self.factory, lambda msg: self.loop.call_soon(self._factory_event, msg))
 
     def _factory_event(self, msg: dict) -> None:
         if "factory_gone" in msg:
@@ -97,16 +103,26 @@ class NodeTable:
                                   "its stderr" if rec.exit else "it did not connect in time")
         raise SimclusterError(f"node {rec.node.id} ({rec.node.spec}) did not come up: {why}")
 
-    def kill_node(self, node, timeout_s: float = 10.0) -> None:
+    def kill_node(self, node, timeout_s: float = 10.0, *, reason: str = "killed",
+                  cause: dict | None = None) -> None:
+        """`cause`: a fault plan's fields for the `fault` event (step, trigger)."""
         rec = self.node_rec(node)
         self._check_open("kill_node")
+        if self.start_kill(rec, reason, cause):
+            self._await_gone(rec, timeout_s)
+
+    def start_kill(self, rec: NodeRec, reason: str = "killed", cause: dict | None = None,
+                   action: str | None = "kill_node") -> bool:
+        """SIGKILL a node without waiting (safe on the event-loop thread); False if down.
+        `action`: the `fault` event to record (None: none, e.g. a preemption's deadline)."""
         with self.lock:
             if rec.node.state == "down":
-                return
-            rec.down_reason = "killed"
-            self.history.record("fault", action="kill_node", node=rec.node.id)
+                return False
+            rec.down_reason = reason
+            if action:
+                self.history.record("fault", action=action, node=rec.node.id, **(cause or {}))
             _proc.killpg(rec.pid, signal.SIGKILL)
-        self._await_gone(rec, timeout_s)
+        return True
 
     def remove_node(self, node, graceful: bool, grace_s: float | None, timeout_s: float) -> None:
         rec = self.node_rec(node)
@@ -132,23 +148,23 @@ class NodeTable:
                 list(rec.pids), max(0.0, deadline - time.monotonic())):
             raise TimeoutError(f"node {rec.node.id} is not down after {timeout_s} s")
 
-    def pause_node(self, node, paused: bool = True) -> None:
+    def pause_node(self, node, paused: bool = True, *, cause: dict | None = None) -> None:
         rec = self.node_rec(node)
         self._check_open("pause_node" if paused else "resume_node")
         if paused:
             with rec.start_lock:
-                self._pause(rec, True)
+                self._pause(rec, True, cause)
         else:
-            self._pause(rec, False)
+            self._pause(rec, False, cause)
 
-    def _pause(self, rec: NodeRec, paused: bool) -> None:
+    def _pause(self, rec: NodeRec, paused: bool, cause: dict | None) -> None:
         with self.lock:
             if rec.node.state == "down":
                 raise NodeDownError(f"node {rec.node.id} is down")
             if (rec.node.state == "paused") == paused:
                 return
             action = "pause_node" if paused else "resume_node"
-            self.history.record("fault", action=action, node=rec.node.id)
+            self.history.record("fault", action=action, node=rec.node.id, **(cause or {}))
             _proc.killpg(rec.pid, signal.SIGSTOP if paused else signal.SIGCONT)
             pids = [rec.pid] + [self.workers[w].pid for w in rec.workers
                                      if w in self.workers and self.workers[w].pid]

@@ -24,6 +24,7 @@ import sys
 import time
 
 _PR_SET_PDEATHSIG = 1
+_CLONE_NEWNET = 0x40000000
 _libc = None
 
 
@@ -42,6 +43,20 @@ def die_with_parent(expected_ppid: int) -> None:
     set_pdeathsig(signal.SIGKILL)
     if os.getppid() != expected_ppid:
         os._exit(70)
+
+
+def enter_netns(path: str) -> None:
+    """setns(2) into the network namespace at `path` (e.g. /run/netns/NAME); the calling
+    thread moves, so call it in a single-threaded process (a freshly forked node)."""
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        if _libc.setns(fd, _CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), f"setns({path}) failed")
+    finally:
+        os.close(fd)
 
 
 def killpg(pgid: int | None, sig: int) -> bool:

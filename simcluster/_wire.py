@@ -12,7 +12,8 @@ a truncated frame or an absurd length costs the driver one closed connection.
 
 Both sides prove they know the secret (the peer checks the driver too), both nonces are
 fresh, and the identity is inside the MAC, so a recorded handshake cannot be replayed for
-another node or worker. After WELCOME, frames carry pickles (CTRL, MSG, RESULT): the
+another node or worker. After WELCOME, frames carry pickles (CTRL, MSG, RESULT, and on a
+worker's socket FAULT driver -> worker and UPLOAD worker -> driver for fault plans): the
 channel is authenticated, not encrypted, which is what loopback needs.
 """
 
@@ -38,7 +39,7 @@ MAGIC = b"SIMC1"
 NONCE = 32
 
 HELLO, CHALLENGE, RESPONSE, WELCOME = 1, 2, 3, 4
-CTRL, MSG, RESULT = 10, 11, 12
+CTRL, MSG, RESULT, FAULT, UPLOAD = 10, 11, 12, 13, 14
 ROLES = {b"N": "node", b"W": "worker", b"C": "client"}
 _ROLE_BYTES = {v: k for k, v in ROLES.items()}
 

@@ -15,29 +15,16 @@ not keep a worker alive once `fn` returns.
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import os
-import select
 import sys
-import threading
 import traceback
 from collections.abc import Callable
 
 from ._errors import ChannelClosed, RemoteError
 from ._proc import die_with_parent
-from ._wire import (
-    MAX_FRAME,
-    MSG,
-    RESULT,
-    FrameReader,
-    client_handshake,
-    connect_socket,
-    loads,
-    pack_message,
-    send_frame,
-    unpack_message,
-)
+from ._wire import client_handshake, connect_socket, loads, pack_message
+from ._worker_channel import WorkerChannel
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,45 +44,6 @@ class WorkerInfo:
         return self.worker_id
 
 
-class WorkerChannel:
-    """The worker's end of its channel to the driver: `send(obj)`, `recv(timeout=None)`."""
-
-    def __init__(self, sock):
-        self._sock = sock
-        self._send_lock = threading.Lock()
-        self._recv_lock = threading.Lock()
-        self._reader = FrameReader(MAX_FRAME)
-        self._frames: collections.deque = collections.deque()
-
-    def send(self, obj: object) -> None:
-        payload = pack_message(obj)
-        with self._send_lock:
-            send_frame(self._sock, MSG, payload)
-
-    def recv(self, timeout: float | None = None) -> object:
-        """The next message from the driver; TimeoutError after `timeout` seconds,
-        ChannelClosed once the driver has gone."""
-        with self._recv_lock:
-            while not self._frames:
-                if timeout is not None:
-                    ready, _, _ = select.select([self._sock], [], [], max(0.0, timeout))
-                    if not ready:
-                        raise TimeoutError(f"no message from the driver within {timeout} s")
-                try:
-                    data = self._sock.recv(1 << 18)
-                except OSError as exc:
-                    raise ChannelClosed(f"the driver connection broke: {exc}") from exc
-                if not data:
-                    raise ChannelClosed("the driver closed the channel")
-                self._frames.extend(self._reader.feed(data))
-            _, payload = self._frames.popleft()
-        return unpack_message(payload)
-
-    def _send_result(self, payload: bytes) -> None:
-        with self._send_lock:
-            send_frame(self._sock, RESULT, payload)
-
-
 _current: WorkerInfo | None = None
 _channel: WorkerChannel | None = None
 
@@ -112,6 +60,34 @@ def channel() -> WorkerChannel:
     """This worker's channel to the driver; raises RuntimeError outside a simcluster worker."""
     current()
     return _channel  # type: ignore[return-value]
+
+
+def preemption() -> float | None:
+    """The deadline (a `time.monotonic()` value) of a preemption notice for this worker's
+    node, or None: none was given, or this is not a simcluster worker. The node is removed
+    when the deadline passes; save what must survive before then."""
+    if _channel is None:
+        return None
+    try:
+        _channel.check_faults()
+    except ChannelClosed:
+        pass
+    return _channel.preempt_deadline
+
+
+def before_upload(path) -> None:
+    """Call before uploading a checkpoint (a runtime must, for a plan's `fail_upload` /
+    `slow_upload` to reach it): raises or sleeps as the plan says; a no-op outside a
+    simcluster worker or without such a fault."""
+    if _channel is not None:
+        _channel.before_upload(os.fspath(path))
+
+
+def check_faults() -> None:
+    """Raise an error a fault plan injected into this worker, if one is pending (the
+    channel's send/recv do this too); a no-op outside a simcluster worker."""
+    if _channel is not None:
+        _channel.check_faults()
 
 
 def child_main(boot: dict, start: dict, supervisor_pid: int, armed_fd: int,

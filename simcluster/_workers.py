@@ -22,7 +22,7 @@ import threading
 from ._accelerators import visible_devices_env
 from ._endpoint import Bundle
 from ._errors import ChannelClosed, NodeDownError, WorkerStartError
-from ._wire import CTRL, MSG, dumps, message_type
+from ._wire import CTRL, FAULT, MSG, UPLOAD, dumps, loads, message_type
 
 FORCE_AFTER_S = 0.5
 
@@ -32,7 +32,7 @@ class WorkerRec:
         self.id, self.node_id, self.name, self.owner = worker_id, node_id, name, owner
         self.pid: int | None = None
         self.conn = None
-        self.pending: list[bytes] = []         # messages sent before its socket connected
+        self.pending: list[tuple] = []         # (kind, payload) sent before its socket connected
         self.started = threading.Event()
         self.start_error: str | None = None
         self.announced = False
@@ -96,10 +96,23 @@ class WorkerTable:
                 raise ChannelClosed(f"worker {worker_id} has exited (or never existed)")
             conn = w.conn
             if conn is None:
-                w.pending.append(payload)
+                w.pending.append((MSG, payload))
         if conn is not None:
             conn.send(MSG, payload)
         self.history.record_message(worker_id, "to_worker", message_type(payload), len(payload))
+
+    def send_fault(self, worker_id: str, msg: tuple) -> None:
+        """A fault plan's FAULT frame to a worker (see `_worker_channel.py`); not a message."""
+        payload = dumps(msg)
+        with self.lock:
+            w = self.workers.get(worker_id)
+            if w is None or w.final:
+                raise ChannelClosed(f"worker {worker_id} has exited (or never existed)")
+            conn = w.conn
+            if conn is None:
+                w.pending.append((FAULT, payload))
+        if conn is not None:
+            conn.send(FAULT, payload)
 
     def kill_worker(self, worker_id: str, sig: int) -> None:
         with self.lock:
@@ -131,8 +144,8 @@ class WorkerTable:
                 return False
             w.conn, conn.data = conn, w
             self._announce(w, int(pid))
-            for payload in w.pending:
-                conn.send(MSG, payload)
+            for kind, payload in w.pending:
+                conn.send(kind, payload)
             w.pending.clear()
         return True
 
@@ -140,8 +153,25 @@ class WorkerTable:
         if kind == MSG:
             self.history.record_message(w.id, "from_worker", message_type(payload), len(payload))
             w.owner._on_message(w.id, payload)
+        elif kind == UPLOAD:
+            self._upload_request(w, *loads(payload))
         else:
             w.result = payload
+
+    def _upload_request(self, w: WorkerRec, request: int, path: str) -> None:
+        """`before_upload` in a worker: the first running plan with an armed upload fault
+        for it decides; the reply is the verdict (None: go ahead)."""
+        verdict, step = None, None
+        for plan_run in list(self.plan_runs):
+            found = plan_run.upload_verdict(w.id, w.name, path)
+            if found is not None:
+                (verdict, step) = found
+                break
+        self.history.record("upload", worker=w.id, node=w.node_id, path=path, fault=step)
+        try:
+            w.conn.send(FAULT, dumps(("upload", request, verdict)))
+        except ChannelClosed:
+            pass
 
     def _node_says(self, msg: dict) -> None:
         w = self.workers.get(msg.get("worker"))

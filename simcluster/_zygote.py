@@ -25,7 +25,7 @@ import os
 import selectors
 import sys
 
-from ._proc import die_with_parent, exit_fields
+from ._proc import die_with_parent, enter_netns, exit_fields
 
 
 def main() -> None:
@@ -95,6 +95,8 @@ class Factory:
         try:
             die_with_parent(factory_pid)
             os.setsid()  # the node's own session and process group: killpg(pid) reaches it all
+            if node.get("netns"):
+                enter_netns(node["netns"])  # before connecting: the node lives in there
             self.sel.close()
             for pidfd in self.pidfds.values():
                 os.close(pidfd)

@@ -83,6 +83,31 @@ PR_SET_PDEATHSIG towards their parent, a node's processes share its process grou
 supervisor that loses its driver kills its group; close() kills every group and returns once
 they are dead. Works after the driver is SIGKILLed too.
 
+Fault plans. `FaultPlan(steps=[(Trigger, Action), ...], seed=0)` is data (`to_json` /
+`from_json` round-trip). `Cluster(..., faults=plan)` runs it from the start (event triggers
+see the first nodes come up, time triggers count from when they are up);
+`cluster.run_plan(plan) -> PlanRun` (wait(timeout), injected, skipped, stop()) from now.
+Triggers: `Trigger.after(s)`, `Trigger.on(event, nth=1, per_worker=False, **match)`,
+`Trigger.message(worker_glob, nth)`, `Trigger.node_up(node)`, `Trigger.worker_exit(worker,
+signal="*")`. Actions (`action(kind, **params)`, kinds in `ACTIONS`): kill_worker,
+raise_in_worker (raised at the worker's next channel call, `check_faults()` or
+`before_upload()`), kill_node, pause_node (seconds: resume after), resume_node, remove_node,
+add_node, preempt_node (workers see `simcluster.worker.preemption()` -> deadline; the node
+is killed with reason "preempted" at the deadline), fail_upload / slow_upload (the next
+`simcluster.worker.before_upload(path)` of a matching worker raises / sleeps: a runtime
+must call it before each checkpoint upload), partition / heal (netns only; elsewhere a
+ValueError when the plan starts). Every injected fault is a `fault` event with its `step`.
+`simcluster.strategies.fault_plans(...)` draws plans with Hypothesis.
+
+Providers. `provider="process"` (default), "netns" (a network namespace and 10.213.k.i
+address per node, the driver on the bridge; needs root and iproute2; partitions), "docker"
+(a container per node; needs a Docker engine, else SimclusterError), or a `Provider`
+instance (`RecordingProvider` records partitions instead of enforcing them).
+
+CLI. `simcluster run --nodes 2x4cpu,1x2gpu --faults plan.json script.py [args]` (also
+`python -m simcluster`): SIMCLUSTER_ADDRESS is set for the script, the exit code is the
+script's; `simcluster history FILE` prints a timeline.
+
 Threads. Every method is thread-safe. Callbacks run on the delivery thread, so methods that
 wait for it (start_worker, place, add/remove/kill/pause/resume_node) raise RuntimeError
 there; send, kill_worker and Placement.release are fine.

@@ -1,0 +1,86 @@
+"""The `simcluster` CLI: `run` a script on a cluster with a fault plan, `history` a file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from simcluster import FaultPlan, NodeSpec, Trigger, action
+from simcluster._cli import main, parse_nodes
+
+SCRIPT = textwrap.dedent("""
+    import os, sys
+    import simcluster
+    from simcluster import worker
+
+    def job():
+        ch = worker.channel()
+        for i in range(5):
+            ch.send(i)
+            ch.recv(10)
+
+    c = simcluster.connect(os.environ["SIMCLUSTER_ADDRESS"])
+    c.on_message(lambda w, m: c.send(w, "ack"))
+    print("nodes", len(c.nodes), sys.argv[1:], flush=True)
+    h = c.start_worker("node-0", job, name="w0")
+    print("signal", h.wait(20).signal, flush=True)
+    sys.exit(3)
+""")
+
+
+def test_parse_nodes():
+    assert parse_nodes("2x4cpu,1x2gpu") == [NodeSpec(cpus=4), NodeSpec(cpus=4),
+                                           NodeSpec(cpus=1, gpus=2)]
+    assert parse_nodes("1x8cpu+2gpu:A100") == [NodeSpec(cpus=8, gpus=2, accelerator_type="A100")]
+    assert parse_nodes("3cpus") == [NodeSpec(cpus=3)]
+    with pytest.raises(ValueError, match="cannot read '4xpu'"):
+        parse_nodes("1x4xpu")
+
+
+@pytest.mark.slow
+def test_run_applies_the_plan_and_exits_with_the_scripts_code(tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text(SCRIPT)
+    plan = tmp_path / "plan.json"
+    plan.write_text(FaultPlan([(Trigger.message("w0", nth=2),
+                                action("kill_worker", worker="$trigger"))]).to_json())
+    history = tmp_path / "history.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "simcluster", "run", "--nodes", "2x4cpu,1x2gpu", "--faults",
+         str(plan), "--history", str(history), str(script), "a", "--b"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert done.returncode == 3, done.stderr
+    assert "nodes 3 ['a', '--b']" in done.stdout and "signal 9" in done.stdout
+    assert f"history: {history}" in done.stderr
+    assert "fault action=kill_worker" in done.stderr  # the plain progress lines
+    events = [json.loads(line) for line in history.read_text().splitlines()]
+    assert [e["action"] for e in events if e["event"] == "fault"] == ["kill_worker"]
+    assert events[-1]["event"] == "cluster_stop"
+
+
+def test_history_prints_a_timeline(tmp_path, capsys):
+    path = tmp_path / "h.jsonl"
+    lines = [{"t": 10.0, "seq": 1, "event": "cluster_start", "address": "127.0.0.1:1"},
+             {"t": 10.5, "seq": 2, "event": "message", "worker": "worker-0"},
+             {"t": 11.25, "seq": 3, "event": "fault", "action": "kill_node", "node": "node-1"}]
+    path.write_text("".join(json.dumps(e) + "\n" for e in lines))
+    assert main(["history", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["+0.000s", "cluster_start", "address=127.0.0.1:1"]
+    assert out[1].split() == ["+1.250s", "fault", "action=kill_node", "node=node-1"]
+    assert "1 message events not shown" in out[2]
+    assert main(["history", str(path), "--events", "message"]) == 0
+    assert "worker=worker-0" in capsys.readouterr().out
+    assert main(["history", str(tmp_path / "missing.jsonl")]) == 2
+
+
+def test_run_refuses_bad_arguments(tmp_path, capsys):
+    assert main(["run", "--nodes", "2xbanana", "x.py"]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    assert main(["run", str(tmp_path / "missing.py")]) == 2
