@@ -85,7 +85,10 @@ class WorkerSession(Session):
         index, staged = self.index, checkpoint is not None
         self.index += 1
         if staged:
+            from simcluster import worker
+
             staging = f"{spec.staging_prefix}-a{spec.attempt}-{index}"
+            worker.before_upload(staging)  # where a fault plan fails or slows an upload
             stage_checkpoint(checkpoint, spec.storage, staging, move=bool(delete_local))
         self.channel.send(Report(self.context.world_rank, index, metrics, staged,
                                  checkpoint_dir_name))
