@@ -80,14 +80,12 @@ def _env_flag(name: str, default: bool) -> bool:
 
 
 def _free_port(address: str) -> int:
+    # Rank 0's rendezvous store listens on every address of its host, so the port must be
+    # free on all of them, not only on the node's address: simulated nodes share one host
+    # whose other addresses (127.0.0.x) hold ports of their own.
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind((address, 0))
-        except OSError:
-            # The node's address may live in another network namespace; any local port
-            # free here is the best guess the controller can make.
-            sock.bind(("", 0))
+        sock.bind(("", 0))
         return sock.getsockname()[1]
 
 
@@ -117,7 +115,7 @@ class TorchBackend(Backend):
         if _env_flag(SHARE_CUDA_VISIBLE_DEVICES_VAR, self.share_cuda_visible_devices):
             shared = shared_visible_ids(slots, "GPU")
         envs = []
-        for slot, cuda_visible in zip(slots, shared):
+        for slot, cuda_visible in zip(slots, shared, strict=True):
             env = {"RANK": str(slot.rank), "WORLD_SIZE": str(slot.world_size),
                    "LOCAL_RANK": str(slot.local_rank),
                    "LOCAL_WORLD_SIZE": str(slot.local_world_size),
@@ -145,7 +143,7 @@ class TorchBackend(Backend):
         """Under torchrun (all of TORCHRUN_VARS set) local mode joins torchrun's process
         group, nccl with CUDA else gloo (TorchConfig.backend is not consulted, as in Ray),
         and takes its ranks from it; otherwise it is a single process (None)."""
-        if not all(var in os.environ for var in TORCHRUN_VARS):
+        if not under_torchrun():
             return None
         import torch
         import torch.distributed as dist
@@ -160,6 +158,10 @@ class TorchBackend(Backend):
                             world_size=dist.get_world_size(), world_rank=rank,
                             local_rank=local_rank, local_world_size=local_world_size,
                             node_rank=rank // local_world_size)
+
+
+def under_torchrun() -> bool:
+    return all(var in os.environ for var in TORCHRUN_VARS)
 
 
 def setup_worker(backend_config: TorchConfig, context: TrainContext) -> None:
