@@ -24,7 +24,7 @@ _owned = False
 
 def init(address: str | None = None, *, num_cpus: int | None = None,
          num_gpus: int | None = None, resources: dict | None = None,
-         ignore_reinit_error: bool = False, **kwargs):
+         ignore_reinit_error: bool = False, preload: tuple = (), **kwargs):
     """Start an embedded cluster, or connect to the one at `address` ("auto": from the
     SIMCLUSTER_ADDRESS environment variable). Returns the cluster handle."""
     global _cluster, _owned
@@ -57,7 +57,7 @@ def init(address: str | None = None, *, num_cpus: int | None = None,
             cpus=(os.cpu_count() or 1) if num_cpus is None else num_cpus,
             gpus=num_gpus or 0, resources=dict(resources or {}),
             accelerator="CUDA" if num_gpus else None)
-        _cluster = simcluster.Cluster(nodes=[spec], preload=PRELOAD)
+        _cluster = simcluster.Cluster(nodes=[spec], preload=PRELOAD + tuple(preload))
         _cluster.__enter__()
         _owned = True
         return _cluster
@@ -85,12 +85,13 @@ def is_initialized() -> bool:
     return _cluster is not None
 
 
-def ensure_cluster():
-    """The current cluster, starting the embedded default one on first use."""
+def ensure_cluster(preload: tuple = ()):
+    """The current cluster, starting the embedded default one on first use (its node
+    supervisors import `preload` once, e.g. the first trainer's framework)."""
     with _lock:
         if _cluster is None:
             address = os.environ.get("SIMCLUSTER_ADDRESS")
-            init(address=address)
+            init(address=address, preload=() if address else preload)
         return _cluster
 
 

@@ -14,6 +14,9 @@ from typing import Callable
 
 
 class Backend:
+    #: modules worth importing once in the node supervisors (workers fork with them loaded)
+    preload_modules: tuple = ()
+
     def worker_env(self, backend_config, slots: list) -> list[dict]:
         """Extra environment per rank (`slots[i]` is rank i's WorkerSlot)."""
         return [{} for _ in slots]

@@ -94,3 +94,20 @@ def test_a_request_that_can_never_fit_fails_at_once(tmp_path):
             lambda: None, scaling_config=t.ScalingConfig(num_workers=64),
             run_config=t.RunConfig(storage_path=str(tmp_path), name="huge")).fit()
     assert time.monotonic() - start < 10
+
+
+@pytest.mark.slow
+def test_rejected_backend_config_is_a_controller_error_and_leaks_nothing(tmp_path):
+    torch_mod = pytest.importorskip("reference.train.torch")
+    bad = torch_mod.TorchTrainer(
+        lambda: None, torch_config=torch_mod.TorchConfig(init_method="bogus"),
+        scaling_config=t.ScalingConfig(num_workers=2),
+        run_config=t.RunConfig(storage_path=str(tmp_path), name="bad",
+                               failure_config=t.FailureConfig(max_failures=2)))
+    with pytest.raises(t.ControllerError, match="init_method"):
+        bad.fit()
+    # the placement was released: the next fit gets the same resources at once
+    result = t.DataParallelTrainer(
+        lambda: 7, scaling_config=t.ScalingConfig(num_workers=2),
+        run_config=t.RunConfig(storage_path=str(tmp_path), name="good")).fit()
+    assert result.return_value == 7

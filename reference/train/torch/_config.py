@@ -96,6 +96,8 @@ def _host_port(address: str, port: int) -> str:
 class TorchBackend(Backend):
     #: GPU workers of a node see each other's GPUs (NCCL needs its peers' devices).
     share_cuda_visible_devices: bool = True
+    preload_modules = ("torch", "torch.distributed", "torch.distributed._functional_collectives",
+                       "reference.train.torch")
 
     def worker_env(self, backend_config: TorchConfig, slots: list) -> list[dict]:
         if backend_config.init_method not in ("env", "tcp"):

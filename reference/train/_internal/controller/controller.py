@@ -28,13 +28,14 @@ from reference.train._internal.worker_group.api import (
     GroupSpec,
     GroupStartError,
     Report,
+    StartRejected,
     WorkerGroupFactory,
 )
 
 logger = logging.getLogger(__name__)
 
 
-class NeverSchedulable(GroupStartError):
+class NeverSchedulable(StartRejected):
     """The request can never fit on the cluster: waiting would be forever."""
 
 
@@ -103,8 +104,8 @@ class Controller:
                                checkpoint=self.manager.latest_checkpoint, **self.spec)
         try:
             group = self.factory.start(group_spec)
-        except NeverSchedulable as exc:
-            return S.Errored(self._controller_error(exc)), f"cannot schedule: {exc}"
+        except StartRejected as exc:
+            return S.Errored(self._controller_error(exc)), f"cannot start: {exc}"
         except GroupStartError as exc:
             decision = self.failure_policy.decide("controller")
             if not decision.retry:
@@ -167,6 +168,10 @@ class Controller:
             if isinstance(event, Failed):
                 failures.setdefault(event.rank, event)
         state.group.shutdown()
+        setup = [f for f in failures.values() if f.setup]
+        if setup:  # the backend cannot set up its workers: retrying fails the same way
+            return (S.Errored(self._controller_error(setup[0].error.cause)),
+                    f"backend setup failed on rank {setup[0].rank}")
         error = self._worker_group_error(failures)
         for cb in self.callbacks:
             hook = getattr(cb, "after_exception", None)

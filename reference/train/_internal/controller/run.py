@@ -36,6 +36,7 @@ def run_distributed(trainer, train_fn):
         return storage.persist_current_checkpoint([staged], name, mode="move")
 
     backend_config = trainer.backend_config
+    backend = backend_config.backend_cls()
     controller = Controller(
         spec=dict(
             resources_per_worker=sc._resources_per_worker_not_none,
@@ -46,7 +47,7 @@ def run_distributed(trainer, train_fn):
             train_fn=cloudpickle.dumps(train_fn),
             backend_config=backend_config,
         ),
-        factory=SimclusterGroupFactory(ensure_cluster(), backend_config.backend_cls()),
+        factory=SimclusterGroupFactory(ensure_cluster(backend.preload_modules), backend),
         checkpoint_manager=manager,
         failure_policy=FailurePolicy.from_config(rc.failure_config),
         scaling_policy=ScalingPolicy.from_config(sc),

@@ -17,6 +17,22 @@ class GroupStartError(RuntimeError):
     """The group could not be started (placement failed, a worker died while starting)."""
 
 
+class StartRejected(GroupStartError):
+    """The group can never start as configured (a request that cannot fit, a backend
+    configuration the backend rejects): retrying would fail the same way."""
+
+
+class WorkerSetupError(RuntimeError):
+    """A backend's setup failed on a worker (before the training function ran)."""
+
+    def __init__(self, cause: BaseException):
+        super().__init__(f"{type(cause).__name__}: {cause}")
+        self.cause = cause
+
+    def __reduce__(self):
+        return (type(self), (self.cause,))
+
+
 @dataclasses.dataclass(frozen=True)
 class GroupSpec:
     """What a group is asked to run."""
@@ -77,6 +93,8 @@ class Failed:
     traceback: str = ""
     exit_code: int | None = None
     signal: int | None = None
+    #: the failure happened in the backend's setup, not in the training function
+    setup: bool = False
 
     def describe(self) -> str:
         if self.error is not None:

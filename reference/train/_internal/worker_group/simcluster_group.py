@@ -25,8 +25,10 @@ from reference.train._internal.worker_group.api import (
     Finished,
     GroupSpec,
     GroupStartError,
+    StartRejected,
     WorkerGroup,
     WorkerGroupFactory,
+    WorkerSetupError,
     WorkerSlot,
 )
 from reference.train._internal.worker_group.worker import WorkerBoot, worker_main
@@ -82,7 +84,8 @@ class SimclusterGroup(WorkerGroup):
 
     def on_exit(self, rank: int, exit) -> None:
         if exit.error is not None:
-            self.events.put(Failed(rank, error=exit.error, traceback=exit.traceback))
+            self.events.put(Failed(rank, error=exit.error, traceback=exit.traceback,
+                                   setup=isinstance(exit.error, WorkerSetupError)))
         elif exit.ok:
             self.events.put(Finished(rank, exit.result))
         else:
@@ -173,6 +176,9 @@ class SimclusterGroupFactory(WorkerGroupFactory):
         except SimclusterError as exc:
             group.shutdown()
             raise GroupStartError(f"starting the workers failed: {exc}") from exc
+        except Exception as exc:  # the backend rejected its configuration: never retried
+            group.shutdown()
+            raise StartRejected(f"{type(exc).__name__}: {exc}") from exc
         return group
 
     def _launch(self, group: SimclusterGroup, placement) -> None:

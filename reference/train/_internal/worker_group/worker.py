@@ -19,7 +19,7 @@ from reference.train._context import TrainContext
 from reference.train._internal.session import Session, set_session
 from reference.train._internal.storage import fs_utils
 from reference.train._internal.storage.storage_context import validate_checkpoint_dir_name
-from reference.train._internal.worker_group.api import Ack, GroupSpec, Report
+from reference.train._internal.worker_group.api import Ack, GroupSpec, Report, WorkerSetupError
 
 
 @dataclasses.dataclass
@@ -106,8 +106,11 @@ def worker_main(boot: WorkerBoot, channel):
     os.environ.update(boot.env)
     set_session(WorkerSession(boot, channel))
     try:
-        for setup in boot.setup:
-            setup(boot.context)
+        try:
+            for setup in boot.setup:
+                setup(boot.context)
+        except Exception as exc:  # noqa: BLE001 - reported as a setup failure
+            raise WorkerSetupError(exc) from exc
         value = cloudpickle.loads(boot.spec.train_fn)()
         for teardown in boot.teardown:
             teardown(boot.context)

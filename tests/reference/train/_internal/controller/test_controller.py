@@ -168,3 +168,15 @@ def test_failure_policy_counts(limit, failures, retries):
     p = FailurePolicy(limit)
     decisions = [p.decide("worker_group").retry for _ in range(failures)]
     assert decisions == retries + [False]
+
+
+def test_backend_setup_failure_is_a_controller_error_without_retry():
+    from reference.train._internal.worker_group.api import WorkerSetupError
+
+    cause = ValueError("unknown backend 'bogus'")
+    c, factory, _ = make([[Failed(0, error=WorkerSetupError(cause), setup=True)]],
+                         max_failures=3)
+    steps(c, 3)
+    assert isinstance(c.state, S.Errored) and isinstance(c.state.error, ControllerError)
+    assert c.state.error.controller_failure is cause
+    assert len(factory.groups) == 1
