@@ -18,6 +18,8 @@ DOC_CKPT = "https://docs.ray.io/en/latest/train/user-guides/checkpoints.html"
 DOC_FT = "https://docs.ray.io/en/latest/train/user-guides/fault-tolerance.html"
 DOC_PERSIST = "https://docs.ray.io/en/latest/train/user-guides/persistent-storage.html"
 DOC_RESULTS = "https://docs.ray.io/en/latest/train/user-guides/results.html"
+TORCH_CFG = "python/ray/train/torch/config.py"
+TORCH_UTILS = "python/ray/train/v2/torch/train_loop_utils.py"
 
 ALL = [
     # ---------------------------------------------------------------- ScalingConfig
@@ -280,4 +282,29 @@ ALL = [
       "When nodes are added, the group restarts at the larger size within about "
       "elastic_resize_monitor_interval_s, resumes from the latest checkpoint, and the "
       "resize is not charged to max_failures.", ELASTIC),
+    # ---------------------------------------------------------------- torch
+    C("torch.config", "MUST", "TorchConfig fields and defaults",
+      "TorchConfig(backend=None, init_method='env', timeout_s=1800).", TORCH_CFG,
+      "TorchConfig().init_method == 'env'"),
+    C("torch.process-group", "MUST", "Workers run in one torch.distributed process group",
+      "Under TorchTrainer every worker's training function runs inside an initialized "
+      "torch.distributed default process group whose world size and rank are the Train "
+      "context's; with no GPU the backend is gloo (an all_reduce across ranks works).",
+      TORCH_CFG, "dist.get_world_size() == get_context().get_world_size()",
+      "DDP and every collective rely on it; a wrong rank silently corrupts gradients."),
+    C("torch.env", "MUST", "torchrun-style environment variables",
+      "Workers see RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE and NODE_RANK equal to the "
+      "context's values, and MASTER_ADDR / MASTER_PORT identical on every rank.", TORCH_CFG,
+      "os.environ['RANK'] == str(get_context().get_world_rank())"),
+    C("torch.device", "MUST", "get_device on CPU workers",
+      "On a worker without GPUs get_device() is the cpu device and get_devices() is [cpu].",
+      TORCH_UTILS),
+    C("torch.prepare-model", "MUST", "prepare_model wraps in DDP",
+      "With more than one worker prepare_model(model) returns a DistributedDataParallel "
+      "wrapper; parallel_strategy=None returns the unwrapped module.", TORCH_UTILS),
+    C("torch.prepare-data-loader", "MUST", "prepare_data_loader shards the data",
+      "With more than one worker prepare_data_loader adds a DistributedSampler with "
+      "num_replicas = world size and rank = world rank that keeps the loader's shuffle "
+      "setting; the ranks' batches are disjoint and together cover the dataset.",
+      TORCH_UTILS),
 ]

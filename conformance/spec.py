@@ -15,7 +15,7 @@ AREAS = {
     "checkpoint": "Checkpoint", "report": "report()", "result": "Result",
     "retention": "Checkpoint retention", "context": "TrainContext",
     "fault": "Fault tolerance", "resume": "Resuming a run", "local": "Local mode",
-    "elastic": "Elastic training",
+    "elastic": "Elastic training", "torch": "PyTorch (TorchTrainer)",
 }
 PAGES = {
     "configs.md": ["scaling", "run-config", "failure-config", "checkpoint-config",
@@ -24,6 +24,7 @@ PAGES = {
     "report-and-result.md": ["report", "result", "retention", "context"],
     "fault-tolerance.md": ["fault", "resume", "elastic"],
     "local-mode.md": ["local"],
+    "torch.md": ["torch"],
 }
 
 

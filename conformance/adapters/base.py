@@ -91,6 +91,13 @@ class Adapter(abc.ABC):
     def DataParallelTrainer(self):  # noqa: N802 - mirrors the class name
         return self.train.DataParallelTrainer
 
+    def framework(self, name: str):
+        """A framework namespace beside `train`, e.g. framework("torch") plays
+        `ray.train.torch`."""
+        import importlib
+
+        return importlib.import_module(f"{self.train.__name__}.{name}")
+
     @abc.abstractmethod
     def version(self) -> str: ...
 
