@@ -1,0 +1,163 @@
+"""ci/fault_matrix.py: verdicts, the table and the arguments on made-up cells; one real cell."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.adapters.base import Unsupported
+from conformance.expect import HangVerdict
+
+CI = Path(__file__).resolve().parents[2] / "ci"
+
+
+def _import(name: str):
+    if str(CI) not in sys.path:  # ci/ is no package: its helpers import each other by name
+        sys.path.insert(0, str(CI))
+    return importlib.import_module(name)
+
+
+@pytest.fixture(scope="module")
+def table():
+    return _import("_matrix_table")
+
+
+@pytest.fixture(scope="module")
+def matrix():
+    return _import("fault_matrix")
+
+
+SETTING = "reference: DataParallelTrainer(num_workers=2), faults=['raise(rank=1)']"
+
+
+class WorkerGroupError(RuntimeError):
+    pass
+
+
+@pytest.mark.parametrize("raised, verdict, reason", [
+    (None, "pass", ""),
+    (Unsupported("adapter 'ray' lacks the capability 'pause_node'"), "unsupported",
+     "adapter 'ray' lacks the capability 'pause_node'"),
+    (HangVerdict(f"fit() did not finish within its deadline (60s) [{SETTING}]\nstacks..."),
+     "hang", "fit() did not finish within its deadline (60s)"),
+    (AssertionError(f"attempts started=1, expected 2 [{SETTING}]"), "fail",
+     "attempts started=1, expected 2"),
+    (KeyError("node_id"), "fail", "KeyError: 'node_id'"),
+])
+def test_verdict_of(table, raised, verdict, reason):
+    assert table.verdict_of(raised, SETTING)[:2] == (verdict, reason)
+
+
+def test_a_failed_fit_is_named_by_its_exception(table):
+    error = WorkerGroupError("Training failed due to worker errors:\n[Rank 1 Error Snippet]\n"
+                             "Traceback ...\nInjectedFault: raise(rank=1, report=1)\n")
+    raised = AssertionError(f"fit() raised WorkerGroupError, expected success [{SETTING}]\n"
+                            "Traceback (most recent call last): ...")
+    verdict, reason, detail = table.verdict_of(raised, SETTING, fit_error=error)
+    assert verdict == "fail"
+    assert reason == ("fit() raised WorkerGroupError: Training failed due to worker errors: "
+                      "... InjectedFault: raise(rank=1, report=1)")
+    assert "Traceback" in detail
+
+
+def test_one_line_cuts_long_reasons(table):
+    line = table.one_line("x" * 500 + "\nsecond line")
+    assert len(line) == table.REASON_LIMIT and line.endswith("...")
+    assert table.one_line("\n\n  a   b  \nc") == "a b"
+
+
+def _cell(table, fault, job, verdict, seconds=1.0, reason="", impl="reference"):
+    return table.CellResult(impl, fault, job, verdict, seconds, reason)
+
+
+def test_exit_code_fails_on_fail_and_hang_only(table):
+    ok = [_cell(table, "worker-raise", "noop", "pass"),
+          _cell(table, "preemption", "noop", "unsupported", 0.0, "no action")]
+    assert table.exit_code(ok) == 0
+    assert table.exit_code([*ok, _cell(table, "node-loss", "noop", "hang", 60.0, "late")]) == 1
+    assert table.exit_code([*ok, _cell(table, "node-loss", "noop", "fail", 3.0, "x")]) == 1
+    assert table.exit_code([]) == 0
+
+
+def test_cell_result_rejects_unknown_verdicts(table):
+    with pytest.raises(ValueError, match=r"verdict='skipped'.*'unsupported'"):
+        _cell(table, "worker-raise", "noop", "skipped")
+
+
+def test_render_draws_one_table_per_implementation(table):
+    results = [
+        _cell(table, "worker-raise", "noop", "pass", 3.14),
+        _cell(table, "worker-raise", "resume", "fail", 5.0, "attempts started=1, expected 2"),
+        _cell(table, "node-pause", "noop", "unsupported", 0.0, "cannot pause", impl="ray"),
+    ]
+    text = table.render(results, {"reference": "0.1.0"})
+    lines = text.splitlines()
+    assert lines[0] == "== reference 0.1.0"
+    assert lines[1].split() == ["fault", "noop", "resume"]
+    assert lines[3].split() == ["worker-raise", "pass", "3.1s", "fail", "5.0s"]
+    assert "== ray" in lines
+    assert "  reference worker-raise x resume: fail: attempts started=1, expected 2" in lines
+    assert "  ray node-pause x noop: unsupported: cannot pause" in lines
+    assert "worker-raise x noop" not in text  # passing cells have no reason line
+    assert lines[-1].startswith("3 cells: 1 pass, 1 fail, 0 hang, 1 unsupported")
+
+
+def test_to_json_carries_every_cell_and_the_exit_code(table):
+    results = [_cell(table, "worker-raise", "noop", "hang", 60.0, "late")]
+    doc = table.to_json(results, wall_s=61.0)
+    assert doc["exit_code"] == 1 and doc["wall_s"] == 61.0
+    assert doc["cells"][0]["verdict"] == "hang" and doc["cells"][0]["fault"] == "worker-raise"
+
+
+def test_every_fault_kind_and_job_is_registered(matrix):
+    assert list(matrix.FAULTS) == ["worker-raise", "worker-sigkill", "node-loss", "node-pause",
+                                   "elastic-grow", "elastic-shrink", "preemption",
+                                   "failed-upload"]
+    assert list(matrix.JOBS) == ["noop", "resume", "torch-ddp"]
+    for name in ("preemption", "failed-upload"):
+        assert matrix.FAULTS[name].unsupported
+
+
+def _selection(matrix, *argv):
+    return matrix.selection(matrix.build_parser().parse_args(list(argv)))
+
+
+def test_the_ci_slice_and_its_overrides(matrix):
+    impls, faults, jobs = _selection(matrix, "--slice", "ci")
+    assert impls == ["reference"]
+    assert faults == ["worker-raise", "worker-sigkill", "node-loss", "node-pause",
+                      "elastic-grow"]
+    assert jobs == ["noop", "resume"]
+    assert _selection(matrix, "--slice", "ci", "--jobs", "noop")[2] == ["noop"]
+    assert _selection(matrix)[0] == ["reference", "ray"]
+    assert _selection(matrix, "--impl", "pkg.adapter:make")[0] == ["pkg.adapter:make"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--faults", "worker-raise,meteor"], r"--faults='worker-raise,meteor': unknown \['meteor'\]"),
+    (["--jobs", ","], r"--jobs=',': unknown empty list"),
+    (["--impl", "jax"], r"--impl='jax'.*'module:factory'"),
+])
+def test_bad_names_are_refused_with_the_allowed_ones(matrix, argv, message):
+    with pytest.raises(ValueError, match=message):
+        _selection(matrix, *argv)
+
+
+@pytest.mark.slow
+def test_one_real_cell_passes_on_the_reference():
+    cells = _import("_matrix_cells")
+    faults = _import("_matrix_faults")
+    from conformance.adapters import load
+
+    impl = load("reference")
+    impl.setup()
+    try:
+        result = cells.run_cell(impl, faults.FAULTS["worker-raise"], cells.JOBS["noop"])
+    finally:
+        impl.reset()
+        impl.teardown()
+    assert (result.verdict, result.reason) == ("pass", ""), result.detail
+    assert 0 < result.seconds < impl.fit_deadline_s
