@@ -8,4 +8,7 @@ echo "setup: $(( $(date +%s) - start )) s"
 ci/test.sh
 echo "tests: $(( $(date +%s) - start )) s"
 ci/conformance.sh reference ray
+echo "conformance: $(( $(date +%s) - start )) s"
+. .venv/bin/activate
+python ci/fault_matrix.py --slice ci
 echo "total: $(( $(date +%s) - start )) s"
