@@ -209,7 +209,7 @@ class WorkerTable:
                 continue
             if w.status is None:
                 w.status = (None, signal.SIGKILL)
-                w.reason = "shutdown" if reason == "shutdown" else "node_lost"
+                w.reason = reason if reason in ("shutdown", "preempted") else "node_lost"
             self._finalize(w)
 
     def _finalize(self, w: WorkerRec, force: bool = False) -> None:

@@ -2,6 +2,7 @@
 recovers from faults the plan injects (the cluster's history records each one)."""
 
 import os
+import time
 
 import pytest
 
@@ -22,6 +23,7 @@ def _train(config):
         with start.as_directory() as d:
             first = int(open(os.path.join(d, "step")).read()) + 1
     for step in range(first, 4):
+        time.sleep(config.get("sleep", 0))
         d = os.path.join(config["tmp"], f"{ctx.get_world_rank()}-{step}-{os.getpid()}")
         os.makedirs(d)
         with open(os.path.join(d, "step"), "w") as f:
@@ -30,13 +32,13 @@ def _train(config):
     return first
 
 
-def _fit(tmp_path, plan, nodes, max_failures):
+def _fit(tmp_path, plan, nodes, max_failures, sleep=0.0):
     reference.shutdown()
     with simcluster.Cluster(nodes=nodes, preload=PRELOAD, faults=plan) as cluster:
         reference.init(address=cluster.address)
         try:
             result = t.DataParallelTrainer(
-                _train, train_loop_config={"tmp": str(tmp_path)},
+                _train, train_loop_config={"tmp": str(tmp_path), "sleep": sleep},
                 scaling_config=t.ScalingConfig(num_workers=2),
                 run_config=t.RunConfig(storage_path=str(tmp_path / "s"), name="plan",
                                        failure_config=t.FailureConfig(max_failures))).fit()
@@ -60,5 +62,15 @@ def test_node_loss_restarts_on_the_remaining_nodes(tmp_path):
                        action("kill_node", node="worker:*rank1"))])
     nodes = [simcluster.NodeSpec(cpus=1)] * 3
     result, faults = _fit(tmp_path, plan, nodes, max_failures=1)
+    assert len(faults) == 1
+    assert result.metrics["step"] == 3 and result.return_value >= 1
+
+
+def test_preempted_node_is_charged_to_the_preemption_budget(tmp_path):
+    # max_failures=0: a worker failure would fail the run; a preemption must not
+    plan = FaultPlan([(Trigger.message(worker="*rank1", nth=2),
+                       action("preempt_node", node="worker:*rank1", deadline_s=0.2))])
+    nodes = [simcluster.NodeSpec(cpus=1)] * 3
+    result, faults = _fit(tmp_path, plan, nodes, max_failures=0, sleep=0.3)
     assert len(faults) == 1
     assert result.metrics["step"] == 3 and result.return_value >= 1

@@ -177,7 +177,10 @@ class Controller:
             hook = getattr(cb, "after_exception", None)
             if hook is not None:
                 hook(run_context=None, worker_exceptions={r: f.error for r, f in failures.items()})
-        decision = self.failure_policy.decide("worker_group")
+        # A group that failed only because its node was preempted is charged to the
+        # preemption budget, not to max_failures.
+        kind = "preemption" if all(f.preempted for f in failures.values()) else "worker_group"
+        decision = self.failure_policy.decide(kind)
         ranks = ",".join(str(r) for r in sorted(failures))
         if not decision.retry:
             return S.Errored(error), f"rank {ranks} failed: {decision}"

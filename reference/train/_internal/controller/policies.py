@@ -1,8 +1,9 @@
 """Failure and scaling policies: plain objects that turn observations into decisions.
 
 FailurePolicy keeps one budget per kind, as the Train API does: worker-group failures
-against `max_failures`, controller failures against `controller_failure_limit`; -1 is
-unlimited and N allows N retries (a failure is fatal once the count exceeds the limit).
+against `max_failures`, controller failures against `controller_failure_limit`, failures
+caused by a preempted node against `max_preemption_failures`; -1 is unlimited and N allows
+N retries (a failure is fatal once the count exceeds the limit).
 ScalingPolicy decides a group's size: fixed `num_workers`, or elastic `(min, max)` that
 takes what fits up to max, waits below min, and resizes when the feasible size changes.
 """
@@ -26,13 +27,16 @@ class FailureDecision:
 
 
 class FailurePolicy:
-    def __init__(self, max_failures: int = 0, controller_failure_limit: int = -1):
-        self.limits = {"worker_group": max_failures, "controller": controller_failure_limit}
-        self.counts = {"worker_group": 0, "controller": 0}
+    def __init__(self, max_failures: int = 0, controller_failure_limit: int = -1,
+                 max_preemption_failures: int = -1):
+        self.limits = {"worker_group": max_failures, "controller": controller_failure_limit,
+                       "preemption": max_preemption_failures}
+        self.counts = {kind: 0 for kind in self.limits}
 
     @classmethod
     def from_config(cls, failure_config) -> FailurePolicy:
-        return cls(failure_config.max_failures, failure_config.controller_failure_limit)
+        return cls(failure_config.max_failures, failure_config.controller_failure_limit,
+                   failure_config.max_preemption_failures)
 
     def decide(self, kind: str) -> FailureDecision:
         self.counts[kind] += 1

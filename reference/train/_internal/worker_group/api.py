@@ -95,6 +95,8 @@ class Failed:
     signal: int | None = None
     #: the failure happened in the backend's setup, not in the training function
     setup: bool = False
+    #: the worker died because its node was preempted (charged to its own budget)
+    preempted: bool = False
 
     def describe(self) -> str:
         if self.error is not None:

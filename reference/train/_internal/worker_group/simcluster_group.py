@@ -89,7 +89,8 @@ class SimclusterGroup(WorkerGroup):
         elif exit.ok:
             self.events.put(Finished(rank, exit.result))
         else:
-            self.events.put(Failed(rank, exit_code=exit.code, signal=exit.signal))
+            self.events.put(Failed(rank, exit_code=exit.code, signal=exit.signal,
+                                   preempted=exit.reason == "preempted"))
 
     def shutdown(self) -> None:
         if self.closed:

@@ -160,7 +160,7 @@ def test_elastic_resize_is_not_a_failure():
         "SCHEDULING -> RUNNING: attempt 1 started with 4 workers (4 workers fit (max_workers=4))",
     ]
     assert factory.groups[0].shut_down
-    assert c.failure_policy.counts == {"worker_group": 0, "controller": 0}
+    assert c.failure_policy.counts == {"worker_group": 0, "controller": 0, "preemption": 0}
 
 
 @pytest.mark.parametrize("limit,failures,retries", [(0, 1, []), (1, 2, [True]), (2, 3, [True, True])])
@@ -180,3 +180,13 @@ def test_backend_setup_failure_is_a_controller_error_without_retry():
     assert isinstance(c.state, S.Errored) and isinstance(c.state.error, ControllerError)
     assert c.state.error.controller_failure is cause
     assert len(factory.groups) == 1
+
+
+def test_preemption_is_charged_to_its_own_budget():
+    c, _, _ = make([[Failed(0, signal=9, preempted=True), Failed(1, signal=9, preempted=True)],
+                    [Finished(0, 0), Finished(1, 0)]], max_failures=0)
+    while not isinstance(c.state, S.TERMINAL):
+        c.step()
+    assert isinstance(c.state, S.Finished)
+    assert c.failure_policy.counts["preemption"] == 1
+    assert c.failure_policy.counts["worker_group"] == 0
