@@ -135,7 +135,7 @@ def test_preemption_notice_then_removal(make_cluster):
                                                             deadline_s=1.0))]))
     late = c.start_worker("node-1", watch_preemption, name="late")  # told on its start
     assert run.wait(10)
-    assert early.wait(5).reason == "node_lost" and late.wait(5).reason == "node_lost"
+    assert early.wait(5).reason == "preempted" and late.wait(5).reason == "preempted"
     # Both saw the deadline before the node went (the time left depends on the load here).
     assert len(notices) == 2 and all(left <= 1.0 for _, left in notices)
     assert c.node("node-1").state == "down"
