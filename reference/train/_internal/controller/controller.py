@@ -52,6 +52,7 @@ class Controller:
         clock: Callable[[], float] = time.monotonic,
         callbacks: tuple = (),
         capacity_wait_s: float = 0.2,
+        setup_retries: int = 2,
     ):
         self.spec = spec
         self.factory = factory
@@ -62,6 +63,8 @@ class Controller:
         self.clock = clock
         self.callbacks = callbacks
         self.capacity_wait_s = capacity_wait_s
+        self.setup_retries = setup_retries
+        self.setup_failures = 0
         self.state: Any = S.Initializing()
         self.transitions: list[S.Transition] = []
 
@@ -169,9 +172,17 @@ class Controller:
                 failures.setdefault(event.rank, event)
         state.group.shutdown()
         setup = [f for f in failures.values() if f.setup]
-        if setup:  # the backend cannot set up its workers: retrying fails the same way
-            return (S.Errored(self._controller_error(setup[0].error.cause)),
-                    f"backend setup failed on rank {setup[0].rank}")
+        if setup:
+            # A backend setup can fail for good (a bad backend name) or by chance (a
+            # rendezvous port taken meanwhile): a few retries, never charged to max_failures.
+            self.setup_failures += 1
+            if self.setup_failures > self.setup_retries:
+                return (S.Errored(self._controller_error(setup[0].error.cause)),
+                        f"backend setup failed on rank {setup[0].rank} "
+                        f"{self.setup_failures} times")
+            return (S.Restarting(state.attempt, setup[0].error),
+                    f"backend setup failed on rank {setup[0].rank}, retrying")
+        self.setup_failures = 0
         error = self._worker_group_error(failures)
         for cb in self.callbacks:
             hook = getattr(cb, "after_exception", None)

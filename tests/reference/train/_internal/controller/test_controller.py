@@ -170,16 +170,28 @@ def test_failure_policy_counts(limit, failures, retries):
     assert decisions == retries + [False]
 
 
-def test_backend_setup_failure_is_a_controller_error_without_retry():
+def test_backend_setup_failure_is_retried_a_few_times_then_a_controller_error():
     from reference.train._internal.worker_group.api import WorkerSetupError
 
     cause = ValueError("unknown backend 'bogus'")
-    c, factory, _ = make([[Failed(0, error=WorkerSetupError(cause), setup=True)]],
-                         max_failures=3)
-    steps(c, 3)
+    fail = [Failed(0, error=WorkerSetupError(cause), setup=True)]
+    c, factory, _ = make([fail, fail, fail], max_failures=0)
+    while not isinstance(c.state, S.TERMINAL):
+        c.step()
     assert isinstance(c.state, S.Errored) and isinstance(c.state.error, ControllerError)
     assert c.state.error.controller_failure is cause
-    assert len(factory.groups) == 1
+    assert len(factory.groups) == 3  # 2 retries, none charged to max_failures=0
+    assert c.failure_policy.counts["worker_group"] == 0
+
+
+def test_transient_setup_failure_recovers():
+    from reference.train._internal.worker_group.api import WorkerSetupError
+
+    c, _, _ = make([[Failed(1, error=WorkerSetupError(RuntimeError("port taken")), setup=True)],
+                    [Finished(0, 0), Finished(1, 0)]], max_failures=0)
+    while not isinstance(c.state, S.TERMINAL):
+        c.step()
+    assert isinstance(c.state, S.Finished)
 
 
 def test_preemption_is_charged_to_its_own_budget():
