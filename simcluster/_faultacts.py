@@ -76,7 +76,9 @@ class Actions:
 
     def _do_pause_node(self, i, act, event, cause) -> None:
         rec = self._pick_node(i, act.node, event)
-        self.driver.pause_node(rec.node, True, cause=cause)
+        if not self.driver.pause_node(rec.node, True, cause=cause):
+            self._skip(i, f"node {rec.node.id} is already paused")
+            return
         self.injected.append({"step": i, "action": "pause_node", "node": rec.node.id})
         if act.seconds is not None:
             self._schedule(time.monotonic() + act.seconds, self._follow_up,
@@ -85,7 +87,9 @@ class Actions:
 
     def _do_resume_node(self, i, act, event, cause) -> None:
         rec = self._pick_node(i, act.node, event)
-        self.driver.pause_node(rec.node, False, cause=cause)
+        if not self.driver.pause_node(rec.node, False, cause=cause):
+            self._skip(i, f"node {rec.node.id} is not paused")
+            return
         self.injected.append({"step": i, "action": "resume_node", "node": rec.node.id})
 
     def _do_remove_node(self, i, act, event, cause) -> None:

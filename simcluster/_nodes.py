@@ -148,21 +148,21 @@ class NodeTable:
                 list(rec.pids), max(0.0, deadline - time.monotonic())):
             raise TimeoutError(f"node {rec.node.id} is not down after {timeout_s} s")
 
-    def pause_node(self, node, paused: bool = True, *, cause: dict | None = None) -> None:
+    def pause_node(self, node, paused: bool = True, *, cause: dict | None = None) -> bool:
+        """Pause (or resume) a node; False when it already was in that state."""
         rec = self.node_rec(node)
         self._check_open("pause_node" if paused else "resume_node")
         if paused:
             with rec.start_lock:
-                self._pause(rec, True, cause)
-        else:
-            self._pause(rec, False, cause)
+                return self._pause(rec, True, cause)
+        return self._pause(rec, False, cause)
 
-    def _pause(self, rec: NodeRec, paused: bool, cause: dict | None) -> None:
+    def _pause(self, rec: NodeRec, paused: bool, cause: dict | None) -> bool:
         with self.lock:
             if rec.node.state == "down":
                 raise NodeDownError(f"node {rec.node.id} is down")
             if (rec.node.state == "paused") == paused:
-                return
+                return False
             action = "pause_node" if paused else "resume_node"
             self.history.record("fault", action=action, node=rec.node.id, **(cause or {}))
             _proc.killpg(rec.pid, signal.SIGSTOP if paused else signal.SIGCONT)
@@ -173,6 +173,7 @@ class NodeTable:
             if rec.node.state != "down":
                 rec.node.state = "paused" if paused else "up"
                 self.history.record("node_paused" if paused else "node_resumed", node=rec.node.id)
+        return True
 
     def resume_node(self, node) -> None:
         self.pause_node(node, paused=False)

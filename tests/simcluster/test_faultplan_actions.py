@@ -170,3 +170,16 @@ def test_partitions_need_netns_and_are_recorded_by_the_fake(make_cluster):
     assert c.plan_runs[0].wait(5)
     assert fake.cuts == [("node-1", True), ("node-1", False)]
     assert [e["nodes"] for e in c.history.events("heal")] == [["node-1"]]
+
+
+def test_resume_of_a_running_node_is_skipped_not_claimed(tmp_path):
+    from simcluster import Cluster, FaultPlan, NodeSpec, Trigger, action
+
+    plan = FaultPlan([(Trigger.after(0.0), action("resume_node", node="node-0"))])
+    with Cluster(nodes=[NodeSpec(cpus=1)], faults=plan,
+                 history_path=tmp_path / "h.jsonl") as c:
+        run = c.plan_runs[0]
+        assert run.wait(5)
+    assert run.injected == []
+    assert [s["step"] for s in run.skipped] == [0]
+    assert not [e for e in c.history.events("fault") if e.get("action") == "resume_node"]
