@@ -452,7 +452,7 @@ def render_doc_block(report: dict, chart: str | None) -> str:
         "lines the ranks up; figure = the slowest rank's `report()`. Then the same folders again "
         "with `delete_local_checkpoint_after_upload=True` (a move where the implementation can; "
         "Ray uploads and then deletes). Limits: `cp -r` of the same files; rename(2).",
-        f"5. Reference only: `simcluster.Cluster(nodes=[NodeSpec(cpus=4)] * "
+        f"5. Reference only: `simcluster.Cluster(nodes=[NodeSpec(cpus=4)] * 64, preload=reference._runtime.PRELOAD)` "
         f"{_param(report, '5', 'reference', 'nodes')})`, `reference.init(address=...)`, two "
         f"no-op fits with `ScalingConfig(num_workers={_param(report, '5', 'reference', 'workers')})`. "
         "Memory: a sampler process sums the RSS of the whole process tree (driver, node "

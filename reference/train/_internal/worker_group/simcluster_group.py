@@ -17,6 +17,7 @@ import queue
 import signal
 import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 from reference.train._context import TrainContext
 from reference.train._internal.controller.controller import NeverSchedulable
@@ -202,7 +203,8 @@ class SimclusterGroupFactory(WorkerGroupFactory):
         envs = self.backend.worker_env(config, slots)
         setup = [f for f in (self.backend.worker_setup(config),) if f is not None]
         teardown = [f for f in (self.backend.worker_teardown(config),) if f is not None]
-        for slot, env in zip(slots, envs, strict=True):
+        def start(slot_env):
+            slot, env = slot_env
             context = TrainContext(
                 experiment_name=spec.experiment_name, world_size=n, world_rank=slot.rank,
                 local_rank=slot.local_rank, local_world_size=slot.local_world_size,
@@ -212,3 +214,13 @@ class SimclusterGroupFactory(WorkerGroupFactory):
             group.workers[slot.rank] = self.cluster.start_worker(
                 slot.node_id, _worker_entry, args=(group.id, boot), env=boot.env,
                 bundle=placement[order[slot.rank]], name=f"{group.id}:rank{slot.rank}")
+
+        # Each start waits for its worker to run; overlapping them hides those waits.
+        pairs = list(zip(slots, envs, strict=True))
+        if len(pairs) <= 2:
+            for pair in pairs:
+                start(pair)
+            return
+        with ThreadPoolExecutor(max_workers=min(16, len(pairs))) as pool:
+            for future in [pool.submit(start, pair) for pair in pairs]:
+                future.result()
