@@ -2,6 +2,7 @@
 
     python ci/bench/bench.py [--jobs 1,2,3,4,5,6,7] [--impl reference|ray|both] [--rounds 3]
                              [--skip-suite] [--quick] [--write-docs]
+    python ci/bench/bench.py --render-only   # docs/benchmarks.{md,png} from the JSON
 
 Jobs 1-5 run once per round and implementation, each in a process of its own
 (`bench_child.py`), the implementations alternating (reference, Ray, reference, Ray, ...), so
@@ -268,7 +269,7 @@ def merge_previous(report: dict, previous: dict | None) -> dict:
     if not previous:
         return report
     old = {m["key"]: m for m in previous.get("metrics", [])}
-    when = previous.get("date") or previous.get("generated", "")[:10] or "earlier"
+    when = previous.get("generated") or previous.get("date") or "earlier"
     for m in report["metrics"]:
         prev = old.get(m["key"])
         if prev is None:
@@ -396,7 +397,8 @@ def _load_during(machine: dict) -> str:
         return ""
     lo, med, hi = during
     return (f", 1-minute load average before each job {lo:.1f}..{hi:.1f} (median {med:.1f}; "
-            "other work shares this machine)")
+            "it includes the tail of the harness's own previous job, and whatever else runs "
+            "on the machine)")
 
 
 def _rounds(n) -> str:
@@ -452,9 +454,11 @@ def render_doc_block(report: dict, chart: str | None) -> str:
         "lines the ranks up; figure = the slowest rank's `report()`. Then the same folders again "
         "with `delete_local_checkpoint_after_upload=True` (a move where the implementation can; "
         "Ray uploads and then deletes). Limits: `cp -r` of the same files; rename(2).",
-        f"5. Reference only: `simcluster.Cluster(nodes=[NodeSpec(cpus=4)] * 64, preload=reference._runtime.PRELOAD)` "
-        f"{_param(report, '5', 'reference', 'nodes')})`, `reference.init(address=...)`, two "
-        f"no-op fits with `ScalingConfig(num_workers={_param(report, '5', 'reference', 'workers')})`. "
+        f"5. Reference only: `simcluster.Cluster(nodes=[NodeSpec(cpus=4)] * "
+        f"{_param(report, '5', 'reference', 'nodes')}, preload=PRELOAD)` (the node supervisors "
+        "import the worker runtime once, as in the cluster `reference.init()` starts itself: "
+        "`reference._runtime.PRELOAD`), `reference.init(address=...)`, two no-op fits with "
+        f"`ScalingConfig(num_workers={_param(report, '5', 'reference', 'workers')})`. "
         "Memory: a sampler process sums the RSS of the whole process tree (driver, node "
         "supervisors, workers) every 50 ms (RSS counts pages shared between forked processes "
         "once per process, so the sum overstates real use); the machine's memory in use "
@@ -628,16 +632,21 @@ def run_suite(impl: str, deadline_s: float, logdir: Path) -> dict:
     return {"metrics": {"suite_s": [elapsed]}, "notes": {"rc": rc, "summary": summary}}
 
 
+_PCT = r"[-+]?\d+(?:\.\d+)?%"
+
+
 def torch_overhead_figure(output: str) -> str:
-    """The overhead figure(s) from torch_overhead.py's output: '<workload> <pct>' for each
-    table row holding a percentage, else its last line."""
+    """The overhead figure(s) from torch_overhead.py's output: '<workload> <pct>' (with a
+    second percentage in parentheses when the row has one) for each table row holding a
+    percentage, else its last line."""
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     figures = []
     for line in lines:
-        tokens = line.split()
-        pct = [t for t in tokens[1:] if re.fullmatch(r"[-+]?\d+(\.\d+)?%", t)]
-        if pct and not tokens[0][0].isdigit():
-            figures.append(f"{tokens[0]} {pct[0]}")
+        first = line.split()[0]
+        match = re.search(rf"(?<![\w.])({_PCT}(?:\s*\(\s*{_PCT}\s*\))?)", line[len(first):])
+        if match and not first[0].isdigit():
+            figure = re.sub(r"\(\s+", "(", " ".join(match.group(1).split()))
+            figures.append(f"{first} {figure}")
     if figures:
         return ", ".join(figures) + " (overhead in steps/s vs plain torch.distributed)"
     return lines[-1] if lines else "(printed nothing)"
@@ -768,9 +777,9 @@ def run(args) -> dict:
     return build_report(results, limit_cells, meta=meta, params=params, ran_jobs=jobs)
 
 
-def write_docs(report: dict) -> dict:
+def write_docs(report: dict, merge: bool = True) -> dict:
     previous = None
-    if DOC_JSON.exists():
+    if merge and DOC_JSON.exists():
         try:
             previous = json.loads(DOC_JSON.read_text())
         except ValueError:
@@ -800,8 +809,20 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="1 round, small sizes (smoke test)")
     parser.add_argument("--write-docs", action="store_true",
                         help="write docs/benchmarks.{md,json,png}")
+    parser.add_argument("--render-only", action="store_true",
+                        help="measure nothing: rewrite docs/benchmarks.{md,png} and print the "
+                             "table from docs/benchmarks.json")
     args = parser.parse_args(argv)
     args.argv = argv
+    if args.render_only:
+        report = json.loads(DOC_JSON.read_text())
+        for m in report["metrics"]:
+            cell = m.get("reference")
+            if m["key"] == "ddp_overhead" and isinstance(cell, dict) and cell.get("output"):
+                cell["text"] = torch_overhead_figure(cell["output"])
+        write_docs(report, merge=False)
+        print(format_table(report))
+        return 0
     # On SIGTERM, unwind: the running child's process tree is killed in run_process().
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     report = run(args)

@@ -243,7 +243,11 @@ def job_scale(impl: str, params: dict, work: str) -> dict:
     from proctree import PeakRss, tree_rss_bytes
 
     import simcluster
-    from reference._runtime import PRELOAD
+
+    try:  # the modules reference.init() preloads in the clusters it starts itself
+        from reference._runtime import PRELOAD
+    except ImportError:
+        PRELOAD = ("reference.train",)  # noqa: N806
 
     nodes, workers = params["nodes"], params["workers"]
     with PeakRss(interval_s=0.05) as peak:

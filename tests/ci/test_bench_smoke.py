@@ -103,7 +103,7 @@ def test_merge_previous_carries_cells_not_run(bench):
     new["date"] = "2030-02-01"
     merged = bench.merge_previous(new, old)
     suite = next(m for m in merged["metrics"] if m["key"] == "suite_s")
-    assert suite["reference"]["carried_from"] == "2030-01-02"
+    assert suite["reference"]["carried_from"] == "2030-01-02 03:04 UTC"
     fit = next(m for m in merged["metrics"] if m["key"] == "fit_s")
     assert "carried_from" not in fit["reference"]  # measured now: not replaced
     assert "* not measured in this run" in bench.format_table(merged)
@@ -140,5 +140,8 @@ def test_torch_overhead_figure_reads_the_printed_table(bench):
            "cnn                  13.8               13.5      2.2%         48.98\n")
     assert bench.torch_overhead_figure(out) == (
         "mlp -3.1%, cnn 2.2% (overhead in steps/s vs plain torch.distributed)")
+    best_and_median = ("workload   plain steps/s   reference steps/s   overhead   wall s\n"
+                       "mlp   176.8 (141.4)   180.3 (152.5)   -2.0% ( -7.9%)   10.40 / 4.45\n")
+    assert bench.torch_overhead_figure(best_and_median).startswith("mlp -2.0% (-7.9%) (")
     assert bench.torch_overhead_figure("setup\noverhead: 1.5 ms per step\n") == (
         "overhead: 1.5 ms per step")
