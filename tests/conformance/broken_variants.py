@@ -96,6 +96,30 @@ class RegistersIncomplete(_Variant):
         Controller._on_report = on_report
 
 
+class RestartsOnlyFailedWorker(_Variant):
+    """A failed rank is replaced by a fresh worker while its peers keep running."""
+
+    fit_deadline_s = 15.0
+
+    def patch(self):
+        from reference.train._internal.controller.controller import Controller
+        from reference.train._internal.worker_group.simcluster_group import _worker_entry
+
+        def on_failure(controller, state, first):
+            group = state.group
+            node_id, boot, bundle = group.boots[first.rank]
+            group.workers[first.rank] = controller.factory.cluster.start_worker(
+                node_id, _worker_entry, args=(group.id, boot), env=boot.env,
+                bundle=group.placement[bundle], name=f"{group.id}:rank{first.rank}")
+            return state, f"replaced rank {first.rank} only"
+
+        Controller._on_failure = on_failure
+
+
+def restarts_only_failed_worker():
+    return RestartsOnlyFailedWorker()
+
+
 def drops_latest():
     return DropsLatest()
 

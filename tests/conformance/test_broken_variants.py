@@ -15,6 +15,7 @@ CASES = {
                      "check_retention.py::check_retention_property"],
     "ignores_max_failures": ["check_faults.py::check_worker_failures_keyed_by_rank"],
     "rank1_metrics": ["check_report.py::check_result_metrics_are_rank0_latest_checkpointed"],
+    "restarts_only_failed_worker": ["check_faults.py::check_worker_failures_keyed_by_rank"],
     "registers_incomplete": ["check_report.py::check_checkpoints_of_ranks_merge_under_rank0_name",
                              "check_report.py::check_report_waits_for_every_rank"],
 }

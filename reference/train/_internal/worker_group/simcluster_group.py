@@ -69,6 +69,7 @@ class SimclusterGroup(WorkerGroup):
         self.world_size = spec.num_workers
         self.events: queue.SimpleQueue = queue.SimpleQueue()
         self.workers: dict[int, object] = {}  # rank -> WorkerHandle
+        self.boots: dict[int, tuple] = {}  # rank -> (node id, WorkerBoot, bundle index)
         self.closed = False
 
     def next_event(self, timeout: float | None):
@@ -211,6 +212,7 @@ class SimclusterGroupFactory(WorkerGroupFactory):
                 node_rank=slot.node_rank, storage=spec.storage)
             boot = WorkerBoot(spec=spec, context=context, env={k: str(v) for k, v in env.items()},
                               setup=setup, teardown=teardown)
+            group.boots[slot.rank] = (slot.node_id, boot, order[slot.rank])
             group.workers[slot.rank] = self.cluster.start_worker(
                 slot.node_id, _worker_entry, args=(group.id, boot), env=boot.env,
                 bundle=placement[order[slot.rank]], name=f"{group.id}:rank{slot.rank}")
