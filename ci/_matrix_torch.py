@@ -21,7 +21,14 @@ import os
 import time
 from typing import Any
 
-from conformance.probe import Journal, Script, fire, read_state, write_checkpoint
+from conformance.probe import (
+    Journal,
+    Script,
+    fire_due_faults,
+    read_state,
+    record_start,
+    write_checkpoint,
+)
 
 FEATURES = 8
 BATCH = 16
@@ -67,12 +74,7 @@ def train_ddp(config: dict) -> dict:
         checkpoint = train.get_checkpoint()
         restored = read_state(train, checkpoint)
         model = _model(torch, checkpoint)
-        journal.record(
-            ev="start", rank=rank, attempt=attempt, world_size=world,
-            local_rank=ctx.get_local_rank(), local_world_size=ctx.get_local_world_size(),
-            node_rank=ctx.get_node_rank(), node_id=s.node_id() if s.node_id else None,
-            pid=os.getpid(), experiment=ctx.get_experiment_name(), restored=restored,
-        )
+        record_start(s, ctx, journal, attempt, restored)
         if not dist.is_initialized():
             raise RuntimeError(f"rank {rank} of {world}: the TorchTrainer did not set up "
                                "torch.distributed before the training function ran")
@@ -84,11 +86,7 @@ def train_ddp(config: dict) -> dict:
         for index, step in enumerate(range(first, s.steps)):
             if s.step_sleep_s:
                 time.sleep(s.step_sleep_s)
-            for fault in s.faults:
-                if (fault.rank, fault.report, fault.attempt) == (rank, index, attempt):
-                    journal.record(ev="fault", rank=rank, attempt=attempt, step=step,
-                                   fault=str(fault))
-                    fire(fault)
+            fire_due_faults(s, journal, rank, world, attempt, index, step)
             x = torch.randn(BATCH, FEATURES, generator=data)
             loss = torch.nn.functional.mse_loss(ddp(x), x.sum(dim=1, keepdim=True))
             optimizer.zero_grad()

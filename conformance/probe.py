@@ -169,6 +169,30 @@ def write_checkpoint(train, folder: str, step: int, rank: int, attempt: int):
     return train.Checkpoint.from_directory(folder)
 
 
+def record_start(s: Script, ctx, journal: Journal, attempt: int, restored) -> None:
+    """The `start` event every instrumented training function writes first."""
+    journal.record(
+        ev="start", rank=ctx.get_world_rank(), attempt=attempt,
+        world_size=ctx.get_world_size(), local_rank=ctx.get_local_rank(),
+        local_world_size=ctx.get_local_world_size(), node_rank=ctx.get_node_rank(),
+        node_id=s.node_id() if s.node_id else None, pid=os.getpid(),
+        experiment=ctx.get_experiment_name(), restored=restored,
+    )
+
+
+def fire_due_faults(s: Script, journal: Journal, rank: int, world: int, attempt: int,
+                    index: int, step: int) -> None:
+    """Fire the script's fault for (rank, report index, attempt), if there is one."""
+    for fault in s.faults:
+        if (fault.rank, fault.report, fault.attempt) == (rank, index, attempt):
+            # A fault before the first report could otherwise strike before a peer of
+            # this attempt started, and blur where attempts begin.
+            _await_starts(journal, attempt, world)
+            journal.record(ev="fault", rank=rank, attempt=attempt, step=step,
+                           fault=str(fault))
+            fire(fault)
+
+
 def run_script(config: dict) -> dict:
     s: Script = config["script"]
     train = importlib.import_module(s.train_module)
@@ -180,25 +204,13 @@ def run_script(config: dict) -> dict:
     faulthandler.dump_traceback_later(s.stack_dump_after_s, exit=False, file=stack_file)
     try:
         restored = read_state(train, train.get_checkpoint())
-        journal.record(
-            ev="start", rank=rank, attempt=attempt, world_size=world,
-            local_rank=ctx.get_local_rank(), local_world_size=ctx.get_local_world_size(),
-            node_rank=ctx.get_node_rank(), node_id=s.node_id() if s.node_id else None,
-            pid=os.getpid(), experiment=ctx.get_experiment_name(), restored=restored,
-        )
+        record_start(s, ctx, journal, attempt, restored)
         first = 0 if restored is None or restored["step"] is None else restored["step"] + 1
         steps_at_this_size = 0
         for index, step in enumerate(range(first, s.steps)):
             if s.step_sleep_s:
                 time.sleep(s.step_sleep_s)
-            for fault in s.faults:
-                if (fault.rank, fault.report, fault.attempt) == (rank, index, attempt):
-                    # A fault before the first report could otherwise strike before a
-                    # peer of this attempt started, and blur where attempts begin.
-                    _await_starts(journal, attempt, world)
-                    journal.record(ev="fault", rank=rank, attempt=attempt, step=step,
-                                   fault=str(fault))
-                    fire(fault)
+            fire_due_faults(s, journal, rank, world, attempt, index, step)
             checkpoint = None
             if rank in s.checkpointing_ranks(step, world):
                 folder = os.path.join(s.journal_dir, "local", f"a{attempt}-r{rank}-s{step}")

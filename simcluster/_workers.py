@@ -89,30 +89,25 @@ class WorkerTable:
             raise WorkerStartError(f"node {node_id} could not start worker {wid}: {w.start_error}")
         return w
 
-    def send_to_worker(self, worker_id: str, payload: bytes) -> None:
+    def _deliver(self, worker_id: str, kind: int, payload: bytes) -> None:
+        """Send a frame to a worker now, or queue it until the worker has connected."""
         with self.lock:
             w = self.workers.get(worker_id)
             if w is None or w.final:
                 raise ChannelClosed(f"worker {worker_id} has exited (or never existed)")
             conn = w.conn
             if conn is None:
-                w.pending.append((MSG, payload))
+                w.pending.append((kind, payload))
         if conn is not None:
-            conn.send(MSG, payload)
+            conn.send(kind, payload)
+
+    def send_to_worker(self, worker_id: str, payload: bytes) -> None:
+        self._deliver(worker_id, MSG, payload)
         self.history.record_message(worker_id, "to_worker", message_type(payload), len(payload))
 
     def send_fault(self, worker_id: str, msg: tuple) -> None:
         """A fault plan's FAULT frame to a worker (see `_worker_channel.py`); not a message."""
-        payload = dumps(msg)
-        with self.lock:
-            w = self.workers.get(worker_id)
-            if w is None or w.final:
-                raise ChannelClosed(f"worker {worker_id} has exited (or never existed)")
-            conn = w.conn
-            if conn is None:
-                w.pending.append((FAULT, payload))
-        if conn is not None:
-            conn.send(FAULT, payload)
+        self._deliver(worker_id, FAULT, dumps(msg))
 
     def kill_worker(self, worker_id: str, sig: int) -> None:
         with self.lock:
