@@ -4,5 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . .venv/bin/activate
 ruff check .
+lint-imports
 python -m conformance spec --check
 pytest -n 2 tests/

@@ -8,6 +8,7 @@ into the status `hang`, prints the header and a per-clause summary, and writes t
 
 from __future__ import annotations
 
+import builtins
 import os
 import random
 import time
@@ -115,14 +116,33 @@ def pytest_runtest_makereport(item, call):
     if not _is_check(item):
         return
     from conformance.adapters.base import Unsupported
-    from conformance.expect import HangVerdict
+    from conformance.assertions import HangVerdict
 
     if call.excinfo is not None and call.excinfo.errisinstance(Unsupported):
         report.outcome, report.longrepr = "skipped", (str(item.path), 0,
                                                       f"Skipped: {call.excinfo.value}")
     hang = call.excinfo is not None and call.excinfo.errisinstance(HangVerdict)
     clauses = [c for m in item.iter_markers("clause") for c in m.args]
-    report.user_properties.append(("conformance", {"clauses": clauses, "hang": hang}))
+    error = message = None
+    if call.excinfo is not None and (report.failed or hasattr(report, "wasxfail")):
+        error, message = _describe(call.excinfo.value)
+    report.user_properties.append(("conformance", {"clauses": clauses, "hang": hang,
+                                                   "error": error, "message": message}))
+
+
+#: how much of a failure's message a report keeps
+MESSAGE_CHARS = 2000
+# a builtin from Python 3.11 (on 3.10 a group is described by its str alone)
+_EXCEPTION_GROUP = getattr(builtins, "BaseExceptionGroup", ())
+
+
+def _describe(exc: BaseException) -> tuple[str, str]:
+    """(type name, message) of what a check raised; an exception group (Hypothesis found
+    several distinct failures) lists its members, one "Type: message" line each."""
+    text = str(exc)
+    if isinstance(exc, _EXCEPTION_GROUP):
+        text += "".join(f"\n{type(e).__name__}: {e}" for e in exc.exceptions)
+    return type(exc).__name__, text[:MESSAGE_CHARS]
 
 
 def _status(report) -> str | None:
@@ -151,12 +171,17 @@ def pytest_runtest_logreport(report):
         reason = report.longrepr[2]
     elif hasattr(report, "wasxfail"):
         reason = report.wasxfail
+    elif status in ("fail", "hang") and info.get("error"):
+        head = info["message"].partition("\n")[0]
+        reason = f"{info['error']}: {head}"[:300]
     elif status in ("fail", "hang"):
         reason = (report.longreprtext or "").strip().splitlines()[-1:] or [""]
         reason = reason[0][:300]
     _STATE["checks"].append({
         "id": expectations.check_id(report.nodeid), "status": status,
-        "clauses": info["clauses"], "reason": reason, "duration_s": round(report.duration, 2),
+        "clauses": info["clauses"], "reason": reason, "error": info.get("error"),
+        "message": info.get("message"), "phase": report.when,
+        "duration_s": round(report.duration, 2),
     })
 
 

@@ -4,7 +4,7 @@ A check builds a `Script` (steps, which ranks checkpoint, faults to inject) and 
 `run_script` to the implementation's trainer with `train_loop_config={"script": script}`.
 Each rank appends JSON events to a journal file in a folder shared by all workers of the
 test (one `write()` per line with O_APPEND, so lines from several processes never tear).
-The journal is the portable history the checkers in `conformance.history` read.
+The journal is the portable record of a run that the checkers in `conformance.journal_checks` read.
 
 Attempts are counted without help from the implementation (see `Journal.next_attempt`).
 

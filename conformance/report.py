@@ -3,6 +3,12 @@
 Statuses: pass, fail, xfail (failed as the expectations file says), xpass (passed although
 expected to fail), skip, hang (did not finish before its deadline). A clause takes the worst
 status of its checks: hang > fail > xfail > skip > xpass > pass.
+
+Each entry of `checks` holds: `id` (relative to conformance/checks/), `status`, `clauses`
+(the ids the check names), `reason` (one line for the tables), `error` and `message` (the
+type name and text of what the check raised, cut at 2000 characters; null when it raised
+nothing), `phase` (pytest's "setup" when the failure came before the check body, e.g. from
+the adapter, else "call") and `duration_s`.
 """
 
 from __future__ import annotations

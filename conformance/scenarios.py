@@ -96,14 +96,14 @@ def run(impl, script: Script, *, num_workers, folder: str, name: str | None = No
 
 
 def verify_history(impl, run: Run) -> None:
-    """The adapter's always-on history checkers; an invalid verdict fails the check."""
-    from conformance import history
+    """The adapter's always-on journal checkers; an invalid verdict fails the check."""
+    from conformance import journal_checks
 
     events = run.events()
     for check in impl.history_checks:
-        verdict = history.ALWAYS[check](events, run.run_dir)
+        verdict = journal_checks.ALWAYS[check](events, run.run_dir)
         if verdict.status == "invalid":
-            raise AssertionError(f"history check {verdict.name}: {verdict.reason} "
+            raise AssertionError(f"journal check {verdict.name}: {verdict.reason} "
                                  f"[{run.setting}]")
 
 

@@ -2,9 +2,12 @@
 
 `reference.init()`, `shutdown()` and `is_initialized()` mirror `ray.init` and friends:
 they start (or connect to) the simulated cluster that `fit()` runs workers on.
+`PRELOAD` names the modules a cluster's node supervisors should import once, so that every
+forked worker starts with the worker runtime loaded: pass it as
+`simcluster.Cluster(preload=reference.PRELOAD)` when you build the cluster yourself.
 """
 
-from reference._runtime import init, is_initialized, shutdown
+from reference._runtime import PRELOAD, init, is_initialized, shutdown
 
 __version__ = "0.1.0"
-__all__ = ["init", "is_initialized", "shutdown", "__version__"]
+__all__ = ["PRELOAD", "init", "is_initialized", "shutdown", "__version__"]

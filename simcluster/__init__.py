@@ -5,9 +5,6 @@ See `simcluster.api` for the interface, `simcluster.worker` for what runs inside
 Hypothesis strategies of fault plans, and `python -m simcluster --help` for the CLI.
 """
 
-from ._client import ClusterClient, connect
-from ._cluster import Cluster
-from ._endpoint import Bundle, Channel, Placement, WorkerExit, WorkerHandle
 from ._errors import (
     AuthenticationError,
     ChannelClosed,
@@ -18,12 +15,15 @@ from ._errors import (
     Unschedulable,
     WorkerStartError,
 )
-from ._faultrun import PlanRun
-from ._faults import ACTIONS, Action, FaultPlan, Trigger, action
 from ._history import History
-from ._placement import STRATEGIES
-from ._providers import Provider, RecordingProvider
 from ._spec import Node, NodeSpec
+from .driver.cluster import Cluster
+from .driver.placement import STRATEGIES
+from .faults.plan import ACTIONS, Action, FaultPlan, Trigger, action
+from .faults.runner import PlanRun
+from .frontend.client import ClusterClient, connect
+from .frontend.endpoint import Bundle, Channel, Placement, WorkerExit, WorkerHandle
+from .providers.base import Provider, RecordingProvider
 
 __version__ = "0.1.0"
 

@@ -1,7 +1,7 @@
-"""`python -m simcluster ...`: the simcluster CLI (see `simcluster._cli`)."""
+"""`python -m simcluster ...`: the simcluster CLI (see `simcluster.cli.main`)."""
 
 import sys
 
-from ._cli import main
+from .cli.main import main
 
 sys.exit(main())

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from ._placement import to_units
+from .driver.placement import to_units
 
 
 @dataclasses.dataclass(frozen=True)

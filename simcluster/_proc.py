@@ -11,7 +11,7 @@ Hazards: PR_SET_PDEATHSIG fires when the parent *thread* ends, not the parent pr
 the driver starts the factory only from its event-loop thread, which lives as long as the
 cluster, never from whatever thread called `add_node`. A process checks `getppid()` after
 setting it, because a parent that died just before the call sends no signal. And a worker
-must be armed before it can be frozen (see `_supervisor.Supervisor._start`).
+must be armed before it can be frozen (see `node.supervisor.Supervisor._start`).
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ import signal
 import subprocess
 import sys
 import time
+
+from . import procfs
 
 _PR_SET_PDEATHSIG = 1
 _CLONE_NEWNET = 0x40000000
@@ -71,12 +73,7 @@ def killpg(pgid: int | None, sig: int) -> bool:
 
 def proc_state(pid: int) -> str | None:
     """The one-letter state from /proc/<pid>/stat ('T' = stopped), None if gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    return data[data.rindex(b")") + 2:][:1].decode()
+    return procfs.state(pid)
 
 
 def wait_states(pids, want_stopped: bool, timeout_s: float) -> bool:
@@ -108,11 +105,11 @@ def wait_dead(pids, timeout_s: float) -> bool:
 
 
 def spawn_factory(events_fd: int) -> subprocess.Popen:
-    """Start the node factory (`_zygote.py`) in a new session. Its boot config, secret
+    """Start the node factory (`node/factory_process.py`) in a new session. Its boot config, secret
     included, goes through its stdin, so it never shows up in argv or /proc/<pid>/environ;
     `events_fd` is the write end of the pipe it reports on."""
     return subprocess.Popen(
-        [sys.executable, "-c", "from simcluster._zygote import main; main()"],
+        [sys.executable, "-c", "from simcluster.node.factory_process import main; main()"],
         stdin=subprocess.PIPE, pass_fds=(events_fd,), start_new_session=True, close_fds=True,
     )
 

@@ -118,9 +118,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from ._endpoint import Channel, Placement, WorkerExit, WorkerHandle
 from ._history import History
 from ._spec import Node, NodeSpec
+from .frontend.endpoint import Channel, Placement, WorkerExit, WorkerHandle
 
 
 @runtime_checkable

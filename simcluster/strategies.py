@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from hypothesis import strategies as st
 
-from ._faults import ACTIONS, Action, FaultPlan, Trigger
+from .faults.plan import ACTIONS, Action, FaultPlan, Trigger
 
 #: action kinds that need no particular provider (partition / heal need netns)
 DEFAULT_ACTIONS = tuple(k for k in ACTIONS if k not in ("partition", "heal"))

@@ -11,8 +11,8 @@ when the plan says so) and `check_faults()` (raise an injected error now, if one
 the channel's send/recv do the same). These three are no-ops outside a worker.
 """
 
-from ._worker_channel import WorkerChannel
-from ._worker_side import (
+from .node.worker_channel import WorkerChannel
+from .node.worker_process import (
     WorkerInfo,
     before_upload,
     channel,

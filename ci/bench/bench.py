@@ -457,7 +457,7 @@ def render_doc_block(report: dict, chart: str | None) -> str:
         f"5. Reference only: `simcluster.Cluster(nodes=[NodeSpec(cpus=4)] * "
         f"{_param(report, '5', 'reference', 'nodes')}, preload=PRELOAD)` (the node supervisors "
         "import the worker runtime once, as in the cluster `reference.init()` starts itself: "
-        "`reference._runtime.PRELOAD`), `reference.init(address=...)`, two no-op fits with "
+        "`reference.PRELOAD`), `reference.init(address=...)`, two no-op fits with "
         f"`ScalingConfig(num_workers={_param(report, '5', 'reference', 'workers')})`. "
         "Memory: a sampler process sums the RSS of the whole process tree (driver, node "
         "supervisors, workers) every 50 ms (RSS counts pages shared between forked processes "

@@ -245,7 +245,7 @@ def job_scale(impl: str, params: dict, work: str) -> dict:
     import simcluster
 
     try:  # the modules reference.init() preloads in the clusters it starts itself
-        from reference._runtime import PRELOAD
+        from reference import PRELOAD
     except ImportError:
         PRELOAD = ("reference.train",)  # noqa: N806
 

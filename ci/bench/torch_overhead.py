@@ -163,7 +163,7 @@ def main() -> None:
 
     import reference
     import simcluster
-    from reference._runtime import PRELOAD
+    from reference import PRELOAD
 
     threads = max(1, (os.cpu_count() or 1) // args.workers)
     # Workers fork from node supervisors; importing torch (and what DDP imports on first

@@ -78,7 +78,7 @@ class Adapter(abc.ABC):
     fit_deadline_s: float = 60.0
     #: Hypothesis examples for properties whose every example runs fit()
     fit_examples: int = 3
-    #: history checkers (names in `conformance.history.ALWAYS`) run after every fit
+    #: journal checkers (names in `conformance.journal_checks.ALWAYS`) run after every fit
     history_checks: tuple = ()
 
     # ------------------------------------------------------------ namespace

@@ -78,7 +78,7 @@ class ReferenceAdapter(Adapter):
         reference = importlib.import_module("reference")
         simcluster = importlib.import_module("simcluster")
         reference.shutdown()
-        preload = importlib.import_module("reference._runtime").PRELOAD
+        preload = reference.PRELOAD
         with simcluster.Cluster(nodes=[_node_spec(simcluster, n) for n in nodes],
                                 preload=preload) as cluster:
             reference.init(address=cluster.address)

@@ -17,7 +17,7 @@ import pyarrow.fs
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance import expect
+from conformance import assertions
 from conformance import strategies as s
 from conformance.catalogue import clause
 
@@ -65,9 +65,9 @@ def check_from_directory_keeps_path(impl, segments, absolute, trailing_slash, as
     given_path = pathlib.Path(text) if as_path else text
     ckpt = impl.train.Checkpoint.from_directory(given_path)
     setting = f"Checkpoint.from_directory({given_path!r})"
-    expect.equal(ckpt.path, str(given_path), "path", setting)
-    expect.equal(_is_local(ckpt.filesystem), True,
-                 f"filesystem={ckpt.filesystem!r} is a pyarrow LocalFileSystem", setting)
+    assertions.equal(ckpt.path, str(given_path), "path", setting)
+    assertions.equal(_is_local(ckpt.filesystem), True,
+                     f"filesystem={ckpt.filesystem!r} is a pyarrow LocalFileSystem", setting)
 
 
 @clause("checkpoint.from-directory")
@@ -78,9 +78,9 @@ def check_constructor_resolves_filesystem(impl, segments, form):
                   "file-uri": "file://" + absolute}[form]
     ckpt = impl.train.Checkpoint(given_path)
     setting = f"Checkpoint({given_path!r})"
-    expect.equal(ckpt.path, absolute, "path", setting)
-    expect.equal(_is_local(ckpt.filesystem), True,
-                 f"filesystem={ckpt.filesystem!r} is a pyarrow LocalFileSystem", setting)
+    assertions.equal(ckpt.path, absolute, "path", setting)
+    assertions.equal(_is_local(ckpt.filesystem), True,
+                     f"filesystem={ckpt.filesystem!r} is a pyarrow LocalFileSystem", setting)
 
 
 @clause("checkpoint.to-directory")
@@ -98,10 +98,10 @@ def check_to_directory_copies(impl, tree, target):
             if target == "existing":
                 os.mkdir(dest)
             out = ckpt.to_directory(dest)
-            expect.equal(os.path.normpath(out), os.path.normpath(dest), "returned path",
-                         setting)
+            assertions.equal(os.path.normpath(out), os.path.normpath(dest), "returned path",
+                             setting)
         try:
-            expect.equal(os.path.isdir(out), True, f"isdir({out!r})", setting)
+            assertions.equal(os.path.isdir(out), True, f"isdir({out!r})", setting)
             real_src, real_out = os.path.realpath(src), os.path.realpath(out)
             if real_out == real_src or real_out.startswith(real_src + os.sep):
                 raise AssertionError(f"to_directory()={out!r}, expected a new directory "
@@ -125,11 +125,11 @@ def check_as_directory_no_copy(impl, tree, raise_inside):
         setting = f"Checkpoint.from_directory(<{s.describe_tree(tree)}>).as_directory()"
         with contextlib.suppress(KeyError):
             with ckpt.as_directory() as seen:
-                expect.equal(seen, ckpt.path, "as_directory() yielded", setting)
+                assertions.equal(seen, ckpt.path, "as_directory() yielded", setting)
                 _same_tree(seen, tree, "inside as_directory()", setting)
                 if raise_inside:
                     raise KeyError("leaving the context with an exception")
-        expect.equal(os.path.isdir(src), True, f"isdir({src!r}) after the context", setting)
+        assertions.equal(os.path.isdir(src), True, f"isdir({src!r}) after the context", setting)
         _same_tree(src, tree, "source after as_directory()", setting)
 
 
@@ -144,7 +144,7 @@ def check_metadata(impl, ops):
         src = _source(root, {"model.bin": b"weights"})
         ckpt = impl.train.Checkpoint.from_directory(src)
         setting = f"ops={ops!r}"
-        expect.equal(ckpt.get_metadata(), {}, "get_metadata() before any set", setting)
+        assertions.equal(ckpt.get_metadata(), {}, "get_metadata() before any set", setting)
         model: dict = {}
         for op, metadata in ops:
             if op == "set":
@@ -153,13 +153,13 @@ def check_metadata(impl, ops):
             else:
                 ckpt.update_metadata(metadata)
                 model.update(metadata)
-            expect.equal(ckpt.get_metadata(), model, f"get_metadata() after {op}", setting)
+            assertions.equal(ckpt.get_metadata(), model, f"get_metadata() after {op}", setting)
         other = impl.train.Checkpoint.from_directory(src)
-        expect.equal(other.get_metadata(), model, "get_metadata() of a second Checkpoint on "
-                     "the same folder", setting)
+        assertions.equal(other.get_metadata(), model, "get_metadata() of a second Checkpoint on "
+                         "the same folder", setting)
         copy = ckpt.to_directory(os.path.join(root, "copy"))
-        expect.equal(impl.train.Checkpoint.from_directory(copy).get_metadata(), model,
-                     "get_metadata() of the to_directory() copy", setting)
+        assertions.equal(impl.train.Checkpoint.from_directory(copy).get_metadata(), model,
+                         "get_metadata() of the to_directory() copy", setting)
 
 
 @clause("checkpoint.pickle")
@@ -172,13 +172,13 @@ def check_pickle(impl, protocol, tree, via_uri):
         ckpt = cls("file://" + src) if via_uri else cls.from_directory(src)
         setting = f"pickle.dumps({ckpt!r}, protocol={protocol})"
         copy = pickle.loads(pickle.dumps(ckpt, protocol=protocol))
-        expect.equal(copy.path, ckpt.path, "path", setting)
-        expect.equal(type(copy.filesystem), type(ckpt.filesystem), "type(filesystem)", setting)
-        expect.equal(copy.filesystem == ckpt.filesystem, True, "filesystem equal", setting)
-        expect.equal(copy == ckpt, False, "unpickled copy == original", setting)
-        expect.equal(ckpt == ckpt, True, "checkpoint == itself", setting)
-        expect.equal(cls.from_directory(src) == cls.from_directory(src), False,
-                     "two checkpoints of one folder compare equal", setting)
+        assertions.equal(copy.path, ckpt.path, "path", setting)
+        assertions.equal(type(copy.filesystem), type(ckpt.filesystem), "type(filesystem)", setting)
+        assertions.equal(copy.filesystem == ckpt.filesystem, True, "filesystem equal", setting)
+        assertions.equal(copy == ckpt, False, "unpickled copy == original", setting)
+        assertions.equal(ckpt == ckpt, True, "checkpoint == itself", setting)
+        assertions.equal(cls.from_directory(src) == cls.from_directory(src), False,
+                         "two checkpoints of one folder compare equal", setting)
         out = copy.to_directory(os.path.join(root, "out"))
         _same_tree(out, tree, "to_directory() of the unpickled copy", setting)
 

@@ -14,10 +14,10 @@ import pathlib
 import re
 
 import pytest
-from hypothesis import currently_in_test_context, event, given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
-from conformance import expect
+from conformance import assertions
 from conformance import strategies as s
 from conformance.catalogue import clause
 
@@ -27,31 +27,6 @@ NAME_FORMAT = "ray_train_run-%Y-%m-%d_%H-%M-%S"
 
 # Ray's deprecated arguments default to this marker string; passing it is "not given".
 _MARKER = "DEPRECATED"
-
-
-def _names(types) -> str:
-    return " or ".join(sorted(t.__name__ for t in types))
-
-
-def build(factory, kwargs: dict, expected: set, what: str):
-    """Call factory(**kwargs) and hold the outcome to `expected` (empty: must succeed)."""
-    __tracebackhide__ = True
-    if currently_in_test_context():
-        event(f"expected: {_names(expected) if expected else 'success'}")
-    setting = f"{what}(**{kwargs!r})"
-    try:
-        made = factory(**kwargs)
-    except Exception as exc:  # noqa: BLE001 - compared with the oracle below
-        if not expected:
-            raise AssertionError(
-                f"raised {type(exc).__name__}({exc}), expected success [{setting}]") from exc
-        if not isinstance(exc, tuple(expected)):
-            raise AssertionError(f"raised {type(exc).__name__}({exc}), expected "
-                                 f"{_names(expected)} [{setting}]") from exc
-        return None
-    if expected:
-        raise AssertionError(f"constructed {made!r}, expected {_names(expected)} [{setting}]")
-    return made
 
 
 # ---------------------------------------------------------------------------- RunConfig
@@ -69,16 +44,16 @@ def check_run_config_defaults(impl):
     if not before - datetime.timedelta(seconds=2) <= stamp <= after:
         raise AssertionError(f"name={config.name!r}, expected a local time between "
                              f"{before} and {after} [{setting}]")
-    expect.equal(config.storage_path, os.path.expanduser("~/ray_results"), "storage_path",
-                 setting)
+    assertions.equal(config.storage_path, os.path.expanduser("~/ray_results"), "storage_path",
+                     setting)
     for field, cls in (("failure_config", t.FailureConfig),
                        ("checkpoint_config", t.CheckpointConfig),
                        ("logging_config", t.LoggingConfig)):
         part = getattr(config, field)
-        expect.equal(type(part), cls, f"type({field})", setting)
-        expect.equal(part, cls(), field, setting)
-    expect.equal(config.callbacks, [], "callbacks", setting)
-    expect.equal(config.worker_runtime_env, {}, "worker_runtime_env", setting)
+        assertions.equal(type(part), cls, f"type({field})", setting)
+        assertions.equal(part, cls(), field, setting)
+    assertions.equal(config.callbacks, [], "callbacks", setting)
+    assertions.equal(config.worker_runtime_env, {}, "worker_runtime_env", setting)
 
 
 _SEGMENT = st.text("abcdefgh_-", min_size=1, max_size=6)
@@ -96,18 +71,18 @@ def check_run_config_name_and_storage(impl, name, storage):
     config = impl.train.RunConfig(**kwargs)
     setting = f"RunConfig(**{kwargs!r})"
     if name is None:
-        expect.equal(config.name.startswith("ray_train_run-"), True,
-                     f"name={config.name!r} starts with 'ray_train_run-'", setting)
+        assertions.equal(config.name.startswith("ray_train_run-"), True,
+                         f"name={config.name!r} starts with 'ray_train_run-'", setting)
     else:
-        expect.equal(config.name, name, "name", setting)
+        assertions.equal(config.name, name, "name", setting)
     if storage is None:
         expected = os.path.expanduser("~/ray_results")
     elif isinstance(storage, pathlib.PurePath):
         expected = storage.as_posix()
     else:
         expected = storage
-    expect.equal(config.storage_path, expected, "storage_path", setting)
-    expect.equal(type(config.storage_path), str, "type(storage_path)", setting)
+    assertions.equal(config.storage_path, expected, "storage_path", setting)
+    assertions.equal(type(config.storage_path), str, "type(storage_path)", setting)
 
 
 @clause("run-config.deprecated")
@@ -176,14 +151,15 @@ def check_run_config_types(impl, callbacks, failure, checkpoint):
     }
     wrong = (any(k not in _GOOD_CALLBACKS for k in callbacks or ())
              or failure not in ("none", "right") or checkpoint not in ("none", "right"))
-    config = build(impl.train.RunConfig, kwargs, {ValueError} if wrong else set(), "RunConfig")
+    config = assertions.constructed(impl.train.RunConfig, kwargs,
+                                    {ValueError} if wrong else set(), "RunConfig")
     if config is not None:
         setting = f"RunConfig(**{kwargs!r})"
-        expect.equal(config.callbacks, kwargs["callbacks"] or [], "callbacks", setting)
+        assertions.equal(config.callbacks, kwargs["callbacks"] or [], "callbacks", setting)
         for field in ("failure_config", "checkpoint_config"):
             if kwargs[field] is not None:
-                expect.equal(getattr(config, field) is kwargs[field], True,
-                             f"{field} is the object passed", setting)
+                assertions.equal(getattr(config, field) is kwargs[field], True,
+                                 f"{field} is the object passed", setting)
 
 
 # ---------------------------------------------------------------------------- FailureConfig
@@ -193,7 +169,7 @@ def check_failure_config_defaults(impl):
     config = impl.train.FailureConfig()
     for field, default in (("max_failures", 0), ("controller_failure_limit", -1),
                            ("max_preemption_failures", -1)):
-        expect.equal(getattr(config, field), default, field, "FailureConfig()")
+        assertions.equal(getattr(config, field), default, field, "FailureConfig()")
 
 
 _COUNTS = st.integers(-10, 10**6)
@@ -209,14 +185,15 @@ def check_failure_config_fields(impl, counts, fail_fast):
     kwargs = dict(counts)
     if fail_fast:
         kwargs["fail_fast"] = fail_fast[0]
-    config = build(impl.train.FailureConfig, kwargs,
-                   {DeprecationWarning} if fail_fast else set(), "FailureConfig")
+    config = assertions.constructed(impl.train.FailureConfig, kwargs,
+                                    {DeprecationWarning} if fail_fast else set(),
+                                    "FailureConfig")
     if config is not None:
         defaults = {"max_failures": 0, "controller_failure_limit": -1,
                     "max_preemption_failures": -1}
         for field, default in defaults.items():
-            expect.equal(getattr(config, field), counts.get(field, default), field,
-                         f"FailureConfig(**{kwargs!r})")
+            assertions.equal(getattr(config, field), counts.get(field, default), field,
+                             f"FailureConfig(**{kwargs!r})")
 
 
 # ---------------------------------------------------------------------------- CheckpointConfig
@@ -254,13 +231,14 @@ _DEPRECATED_CHECKPOINT_ARGS = st.one_of(
     lambda n: _DEPRECATED_CHECKPOINT_ARGS if n == 3 else st.just({})))
 def check_checkpoint_config_validation(impl, kwargs, deprecated):
     kwargs = {**kwargs, **deprecated}
-    config = build(impl.train.CheckpointConfig, kwargs, checkpoint_config_errors(kwargs),
-                   "CheckpointConfig")
+    config = assertions.constructed(impl.train.CheckpointConfig, kwargs,
+                                    checkpoint_config_errors(kwargs), "CheckpointConfig")
     if config is not None:
         expected = {"num_to_keep": None, "checkpoint_score_attribute": None,
                     "checkpoint_score_order": "max", **kwargs}
         for field, value in expected.items():
-            expect.equal(getattr(config, field), value, field, f"CheckpointConfig(**{kwargs!r})")
+            assertions.equal(getattr(config, field), value, field,
+                             f"CheckpointConfig(**{kwargs!r})")
 
 
 # ---------------------------------------------------------------------------- LoggingConfig
@@ -280,16 +258,18 @@ def _mixed_case(name: str) -> st.SearchStrategy:
 def check_logging_config_level(impl, level):
     setting = f"LoggingConfig({level!r})"
     if isinstance(level, str) and level.upper() in STANDARD_LEVELS:
-        config = build(impl.train.LoggingConfig, {"log_level": level}, set(), "LoggingConfig")
-        expect.equal(config.log_level, level.upper(), "log_level", setting)
+        config = assertions.constructed(impl.train.LoggingConfig, {"log_level": level}, set(),
+                                        "LoggingConfig")
+        assertions.equal(config.log_level, level.upper(), "log_level", setting)
         config = impl.train.LoggingConfig(level)
-        expect.equal(config.log_level, level.upper(), "log_level (positional)", setting)
+        assertions.equal(config.log_level, level.upper(), "log_level (positional)", setting)
     elif isinstance(level, str) and isinstance(logging.getLevelName(level.upper()), int):
         event("a level name registered by a library, not a standard one: not judged")
     else:
-        build(impl.train.LoggingConfig, {"log_level": level}, {ValueError}, "LoggingConfig")
+        assertions.constructed(impl.train.LoggingConfig, {"log_level": level}, {ValueError},
+                               "LoggingConfig")
 
 
 @clause("logging-config.level")
 def check_logging_config_default(impl):
-    expect.equal(impl.train.LoggingConfig().log_level, "INFO", "log_level", "LoggingConfig()")
+    assertions.equal(impl.train.LoggingConfig().log_level, "INFO", "log_level", "LoggingConfig()")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conformance import expect, history
+from conformance import assertions, journal_checks
 from conformance.adapters.base import NodeSpec, Unsupported
 from conformance.catalogue import clause
 from conformance.scenarios import basic_run, new_script, run, workspace
@@ -16,15 +16,15 @@ def needs(impl, capability: str) -> None:
 @clause("context.ranks")
 def check_context_single_node(impl):
     r = basic_run(impl)
-    expect.succeeded(r.outcome, r.setting)
+    assertions.succeeded(r.outcome, r.setting)
     starts = r.events("start")
-    expect.verdict(history.ranks_complete(r.events()), r.setting)
+    assertions.verdict(journal_checks.ranks_complete(r.events()), r.setting)
     for s in starts:
         seen = (s["world_size"], s["local_rank"], s["local_world_size"], s["node_rank"],
                 s["experiment"])
-        expect.equal(seen, (2, s["rank"], 2, 0, r.name),
-                     f"rank {s['rank']} (world_size, local_rank, local_world_size, node_rank, "
-                     "experiment name)", r.setting)
+        assertions.equal(seen, (2, s["rank"], 2, 0, r.name),
+                         f"rank {s['rank']} (world_size, local_rank, local_world_size, node_rank, "
+                         "experiment name)", r.setting)
 
 
 @clause("context.multi-node")
@@ -35,9 +35,9 @@ def check_ranks_contiguous_per_node(impl):
         script = new_script(impl, folder, steps=1, checkpoints={})
         r = run(impl, script, num_workers=4, folder=folder)
     setting = r.setting + ", 2 nodes x 2 CPUs"
-    expect.succeeded(r.outcome, setting)
+    assertions.succeeded(r.outcome, setting)
     events = r.events()
-    expect.verdict(history.ranks_complete(events), setting)
-    expect.verdict(history.contiguous_per_node(events), setting)
+    assertions.verdict(journal_checks.ranks_complete(events), setting)
+    assertions.verdict(journal_checks.contiguous_per_node(events), setting)
     nodes = {s["node_id"] for s in r.events("start")}
-    expect.equal(len(nodes), 2, "number of distinct nodes the 4 workers ran on", setting)
+    assertions.equal(len(nodes), 2, "number of distinct nodes the 4 workers ran on", setting)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conformance import expect, history
+from conformance import assertions, journal_checks
 from conformance.adapters.base import NodeSpec
 from conformance.catalogue import clause
 from conformance.checks.check_context import needs
@@ -34,23 +34,23 @@ def _grow(impl, num_workers, target, observe_s: float):
 @clause("elastic.start-what-fits", "elastic.grow")
 def check_elastic_grows_onto_new_node(impl):
     r, started, before, setting = _grow(impl, (1, 4), 4, impl.fit_deadline_s / 2)
-    expect.succeeded(r.outcome, setting + " (max_failures=0: a resize is not a failure)")
-    expect.equal(started, True, "a worker group started before the node was added", setting)
-    expect.equal(sorted(set(before)), [2], "world size before the node was added", setting)
+    assertions.succeeded(r.outcome, setting + " (max_failures=0: a resize is not a failure)")
+    assertions.equal(started, True, "a worker group started before the node was added", setting)
+    assertions.equal(sorted(set(before)), [2], "world size before the node was added", setting)
     events = r.events()
-    sizes = [starts[0]["world_size"] for starts in history.attempts(events).values()]
-    expect.equal(sizes[-1], 4, "world size of the last attempt", setting)
-    expect.verdict(history.world_size_within(events, 1, 4), setting)
-    expect.verdict(history.ranks_complete(events), setting)
-    expect.verdict(history.restores_latest(events), setting)
+    sizes = [starts[0]["world_size"] for starts in journal_checks.attempts(events).values()]
+    assertions.equal(sizes[-1], 4, "world size of the last attempt", setting)
+    assertions.verdict(journal_checks.world_size_within(events, 1, 4), setting)
+    assertions.verdict(journal_checks.ranks_complete(events), setting)
+    assertions.verdict(journal_checks.restores_latest(events), setting)
 
 
 @clause("elastic.wait-below-min")
 def check_elastic_waits_below_min(impl):
     r, started, before, setting = _grow(impl, (3, 4), 3, 4 * INTERVAL_S)
-    expect.succeeded(r.outcome, setting)
-    expect.equal(before, [], "world sizes started while only 2 CPUs existed (min is 3)",
-                 setting)
+    assertions.succeeded(r.outcome, setting)
+    assertions.equal(before, [], "world sizes started while only 2 CPUs existed (min is 3)",
+                     setting)
     sizes = [s["world_size"] for s in r.events("start")]
-    expect.equal(bool(sizes) and min(sizes) >= 3, True,
-                 f"every started world size >= 3 (seen {sizes})", setting)
+    assertions.equal(bool(sizes) and min(sizes) >= 3, True,
+                     f"every started world size >= 3 (seen {sizes})", setting)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from conformance import expect, history
+from conformance import assertions, journal_checks
 from conformance.catalogue import clause
 from conformance.probe import Fault, InjectedFault
 from conformance.scenarios import new_script, run, workspace
@@ -51,24 +51,24 @@ def _check_schedule(impl, faults, max_failures):
     events = r.events()
     budget_ok = max_failures == -1 or len(faults) <= max_failures
     if not budget_ok:
-        err = expect.failed(r.outcome, impl.train.WorkerGroupError, r.setting)
-        expect.equal(isinstance(err, impl.train.TrainingFailedError), True,
-                     "WorkerGroupError is a TrainingFailedError", r.setting)
-        expect.equal(len(history.attempts(events)), max_failures + 1,
-                     "attempts started before fit() gave up", r.setting)
+        err = assertions.failed(r.outcome, impl.train.WorkerGroupError, r.setting)
+        assertions.equal(isinstance(err, impl.train.TrainingFailedError), True,
+                         "WorkerGroupError is a TrainingFailedError", r.setting)
+        assertions.equal(len(journal_checks.attempts(events)), max_failures + 1,
+                         "attempts started before fit() gave up", r.setting)
         return
-    result = expect.succeeded(r.outcome, r.setting)
-    expect.equal(len(r.events("fault")), len(faults), "faults that fired", r.setting)
-    groups = history.attempts(events)
-    expect.equal(len(groups), len(faults) + 1, "attempts started", r.setting)
-    expect.verdict(history.ranks_complete(events), r.setting)
+    result = assertions.succeeded(r.outcome, r.setting)
+    assertions.equal(len(r.events("fault")), len(faults), "faults that fired", r.setting)
+    groups = journal_checks.attempts(events)
+    assertions.equal(len(groups), len(faults) + 1, "attempts started", r.setting)
+    assertions.verdict(journal_checks.ranks_complete(events), r.setting)
     pids = [{s["pid"] for s in starts} for starts in groups.values()]
     for a in range(1, len(pids)):
-        expect.equal(pids[a] & pids[a - 1], set(),
-                     f"pids reused from attempt {a - 1} in attempt {a} (whole group restarts)",
-                     r.setting)
-    expect.verdict(history.restores_latest(events), r.setting)
-    expect.equal(result.metrics["step"], STEPS - 1, "result.metrics['step']", r.setting)
+        assertions.equal(pids[a] & pids[a - 1], set(),
+                         f"pids reused from attempt {a - 1} in attempt {a} (whole group restarts)",
+                         r.setting)
+    assertions.verdict(journal_checks.restores_latest(events), r.setting)
+    assertions.equal(result.metrics["step"], STEPS - 1, "result.metrics['step']", r.setting)
 
 
 @clause("fault.restart", "fault.max-failures", "fault.restore-latest",
@@ -89,15 +89,15 @@ def check_fault_schedules(impl):
 def check_worker_failures_keyed_by_rank(impl):
     fault = Fault("raise", rank=1, report=1)
     r = _run(impl, (fault,), 0)
-    err = expect.failed(r.outcome, impl.train.WorkerGroupError, r.setting)
+    err = assertions.failed(r.outcome, impl.train.WorkerGroupError, r.setting)
     failures = err.worker_failures
-    expect.equal(sorted(failures), [1], "sorted(worker_failures)", r.setting)
+    assertions.equal(sorted(failures), [1], "sorted(worker_failures)", r.setting)
     original = failures[1]
-    expect.equal(type(original).__name__, InjectedFault.__name__,
-                 "type of worker_failures[1]", r.setting)
-    expect.equal(str(original), str(fault), "str(worker_failures[1])", r.setting)
-    expect.equal(len(history.attempts(r.events())), 1, "attempts with max_failures=0",
-                 r.setting)
+    assertions.equal(type(original).__name__, InjectedFault.__name__,
+                     "type of worker_failures[1]", r.setting)
+    assertions.equal(str(original), str(fault), "str(worker_failures[1])", r.setting)
+    assertions.equal(len(journal_checks.attempts(r.events())), 1,
+                     "attempts with max_failures=0", r.setting)
 
 
 @clause("fault.restart-first-report")
@@ -105,8 +105,8 @@ def check_failure_at_first_report_after_restart(impl):
     faults = (Fault("raise", rank=1, report=1, attempt=0),
               Fault("exit", rank=1, report=0, attempt=1))
     r = _run(impl, faults, 2)
-    expect.succeeded(r.outcome, r.setting)
-    expect.equal(len(history.attempts(r.events())), 3, "attempts started", r.setting)
+    assertions.succeeded(r.outcome, r.setting)
+    assertions.equal(len(journal_checks.attempts(r.events())), 3, "attempts started", r.setting)
 
 
 @clause("fault.acknowledged-checkpoint")
@@ -114,9 +114,9 @@ def check_acknowledged_checkpoint_survives(impl):
     # rank 1 dies just before its 4th report, right after every rank's 3rd report returned
     fault = Fault("exit", rank=1, report=3)
     r = _run(impl, (fault,), 1, steps=5)
-    expect.succeeded(r.outcome, r.setting)
+    assertions.succeeded(r.outcome, r.setting)
     events = r.events()
-    acked = history.acknowledged_steps(events, 0)
-    expect.equal(acked[-1:], [2], "latest step acknowledged on every rank before the crash",
-                 r.setting)
-    expect.verdict(history.restores_latest(events), r.setting)
+    acked = journal_checks.acknowledged_steps(events, 0)
+    assertions.equal(acked[-1:], [2], "latest step acknowledged on every rank before the crash",
+                     r.setting)
+    assertions.verdict(journal_checks.restores_latest(events), r.setting)

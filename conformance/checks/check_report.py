@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from conformance import expect
+from conformance import assertions
 from conformance.catalogue import clause
 from conformance.scenarios import basic_run, no_checkpoint_run
 
@@ -25,31 +25,31 @@ def check_outside_training_function(impl):
 @clause("report.barrier")
 def check_report_waits_for_every_rank(impl):
     run = basic_run(impl)
-    expect.succeeded(run.outcome, run.setting)
+    assertions.succeeded(run.outcome, run.setting)
     for e in run.events("reported"):
-        expect.equal(e["peers_arrived"], [0, 1],
-                     f"ranks that had called report when rank {e['rank']}'s report of step "
-                     f"{e['step']} returned", run.setting + ", rank 1 arrives 1 s late")
+        assertions.equal(e["peers_arrived"], [0, 1],
+                         f"ranks that had called report when rank {e['rank']}'s report of step "
+                         f"{e['step']} returned", run.setting + ", rank 1 arrives 1 s late")
 
 
 @clause("report.rank0-metrics", "report.free-metrics")
 def check_result_metrics_are_rank0_latest_checkpointed(impl):
     run = basic_run(impl)
-    result = expect.succeeded(run.outcome, run.setting)
+    result = assertions.succeeded(run.outcome, run.setting)
     # step 3 reported metrics without a checkpoint: they must not show up
-    expect.equal(result.metrics, {"step": 2, "rank": 0, "attempt": 0}, "result.metrics",
-                 run.setting)
+    assertions.equal(result.metrics, {"step": 2, "rank": 0, "attempt": 0}, "result.metrics",
+                     run.setting)
 
 
 @clause("report.free-metrics", "result.best-checkpoints", "result.metrics-dataframe")
 def check_metric_only_run_has_no_metrics(impl):
     run = no_checkpoint_run(impl)
-    result = expect.succeeded(run.outcome, run.setting)
-    expect.equal(result.metrics, None, "result.metrics", run.setting)
-    expect.equal(result.checkpoint, None, "result.checkpoint", run.setting)
-    expect.equal(list(result.best_checkpoints or []), [], "result.best_checkpoints",
-                 run.setting)
-    expect.equal(result.metrics_dataframe, None, "result.metrics_dataframe", run.setting)
+    result = assertions.succeeded(run.outcome, run.setting)
+    assertions.equal(result.metrics, None, "result.metrics", run.setting)
+    assertions.equal(result.checkpoint, None, "result.checkpoint", run.setting)
+    assertions.equal(list(result.best_checkpoints or []), [], "result.best_checkpoints",
+                     run.setting)
+    assertions.equal(result.metrics_dataframe, None, "result.metrics_dataframe", run.setting)
     with pytest.raises(RuntimeError):
         result.get_best_checkpoint("step", "max")
 
@@ -57,44 +57,44 @@ def check_metric_only_run_has_no_metrics(impl):
 @clause("report.merge-ranks")
 def check_checkpoints_of_ranks_merge_under_rank0_name(impl):
     run = basic_run(impl)
-    result = expect.succeeded(run.outcome, run.setting)
+    result = assertions.succeeded(run.outcome, run.setting)
     path = result.checkpoint.path
-    expect.equal(os.path.basename(path.rstrip("/")), "ckpt-0002",
-                 "latest checkpoint folder name", run.setting)
-    expect.equal(sorted(os.listdir(path)), ["shard-0.json", "shard-1.json"],
-                 "files in the merged checkpoint", run.setting)
+    assertions.equal(os.path.basename(path.rstrip("/")), "ckpt-0002",
+                     "latest checkpoint folder name", run.setting)
+    assertions.equal(sorted(os.listdir(path)), ["shard-0.json", "shard-1.json"],
+                     "files in the merged checkpoint", run.setting)
 
 
 @clause("report.nonzero-rank-checkpoint")
 def check_checkpoint_from_rank1_only(impl):
     run = basic_run(impl)
-    expect.succeeded(run.outcome, run.setting)
+    assertions.succeeded(run.outcome, run.setting)
     folder = os.path.join(run.run_dir, "ckpt-0000")
-    expect.equal(os.path.isdir(folder), True, f"{folder} exists", run.setting)
-    expect.equal(sorted(os.listdir(folder)), ["shard-1.json"],
-                 "files of the checkpoint only rank 1 passed", run.setting)
+    assertions.equal(os.path.isdir(folder), True, f"{folder} exists", run.setting)
+    assertions.equal(sorted(os.listdir(folder)), ["shard-1.json"],
+                     "files of the checkpoint only rank 1 passed", run.setting)
 
 
 @clause("report.layout")
 def check_on_disk_layout(impl):
     run = basic_run(impl)
-    expect.succeeded(run.outcome, run.setting)
-    expect.equal(sorted(os.listdir(run.storage)), [run.name], "entries of storage_path",
-                 run.setting)
-    expect.equal(
-        sorted(os.listdir(run.run_dir)),
-        [".validate_storage_marker", "checkpoint_manager_snapshot.json", "ckpt-0000",
-         "ckpt-0002"],
-        f"entries of {run.run_dir}", run.setting)
+    assertions.succeeded(run.outcome, run.setting)
+    assertions.equal(sorted(os.listdir(run.storage)), [run.name], "entries of storage_path",
+                     run.setting)
+    assertions.equal(
+            sorted(os.listdir(run.run_dir)),
+            [".validate_storage_marker", "checkpoint_manager_snapshot.json", "ckpt-0000",
+             "ckpt-0002"],
+            f"entries of {run.run_dir}", run.setting)
 
 
 @clause("report.get-checkpoint")
 def check_get_checkpoint_follows_reports(impl):
     run = basic_run(impl)
-    expect.succeeded(run.outcome, run.setting)
+    assertions.succeeded(run.outcome, run.setting)
     for s in run.events("start"):
-        expect.equal(s["restored"], None, f"rank {s['rank']} get_checkpoint() at start",
-                     run.setting)
+        assertions.equal(s["restored"], None, f"rank {s['rank']} get_checkpoint() at start",
+                         run.setting)
     # after each report carrying this rank's checkpoint, get_checkpoint() is that checkpoint
     passed = {(0, 2): "ckpt-0002", (1, 0): "ckpt-0000", (1, 2): "ckpt-0002"}
     for e in run.events("reported"):
@@ -102,6 +102,6 @@ def check_get_checkpoint_follows_reports(impl):
         if want is None:
             continue
         got = e["checkpoint_path"]
-        expect.equal(got and os.path.basename(got.rstrip("/")), want,
-                     f"rank {e['rank']} get_checkpoint() after report of step {e['step']}",
-                     run.setting)
+        assertions.equal(got and os.path.basename(got.rstrip("/")), want,
+                         f"rank {e['rank']} get_checkpoint() after report of step {e['step']}",
+                         run.setting)

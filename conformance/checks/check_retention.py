@@ -13,7 +13,7 @@ import os
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from conformance import expect
+from conformance import assertions
 from conformance.catalogue import clause
 from conformance.scenarios import new_script, run, workspace
 from conformance.settings import fit_settings
@@ -62,16 +62,16 @@ def _check(impl, scores, num_to_keep, order, attribute):
                                 checkpoint_score_order=order)
     r = run(impl, script, num_workers=1, folder=folder, checkpoint_config=config)
     setting = f"{r.setting}, scores={scores}"
-    result = expect.succeeded(r.outcome, setting)
+    result = assertions.succeeded(r.outcome, setting)
     kept, best = oracle(scores, num_to_keep, order, attribute is not None)
     on_disk = sorted(n for n in os.listdir(r.run_dir) if n.startswith("ckpt-"))
-    expect.equal(on_disk, sorted(f"ckpt-{s:04d}" for s in kept), "checkpoint folders on disk",
-                 setting)
+    assertions.equal(on_disk, sorted(f"ckpt-{s:04d}" for s in kept), "checkpoint folders on disk",
+                     setting)
     seen_best = [os.path.basename(c.path.rstrip("/")) for c, _ in result.best_checkpoints]
-    expect.equal(seen_best, [f"ckpt-{s:04d}" for s in best], "result.best_checkpoints",
-                 setting)
-    expect.equal(os.path.basename(result.checkpoint.path.rstrip("/")),
-                 f"ckpt-{len(scores) - 1:04d}", "result.checkpoint (the latest)", setting)
+    assertions.equal(seen_best, [f"ckpt-{s:04d}" for s in best], "result.best_checkpoints",
+                     setting)
+    assertions.equal(os.path.basename(result.checkpoint.path.rstrip("/")),
+                     f"ckpt-{len(scores) - 1:04d}", "result.checkpoint (the latest)", setting)
 
 
 @clause("retention.best-plus-latest")

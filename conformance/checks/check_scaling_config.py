@@ -14,10 +14,10 @@ import inspect
 import math
 
 import pytest
-from hypothesis import currently_in_test_context, event, given
+from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance import expect
+from conformance import assertions
 from conformance import strategies as s
 from conformance.catalogue import clause
 
@@ -143,31 +143,11 @@ def expected_derived(kwargs: dict) -> dict:
 
 # ---------------------------------------------------------------------------- helpers
 
-def _names(types) -> str:
-    return " or ".join(sorted(t.__name__ for t in types))
-
-
 def construct(impl, kwargs: dict):
-    """Build ScalingConfig(**kwargs) and hold it to the oracle; returns the config or None."""
+    """ScalingConfig(**kwargs) held to the oracle `expected_errors`; the config or None."""
     __tracebackhide__ = True
-    expected = expected_errors(kwargs)
-    if currently_in_test_context():
-        event(f"expected: {_names(expected) if expected else 'success'}")
-    setting = f"ScalingConfig(**{kwargs!r})"
-    try:
-        config = impl.train.ScalingConfig(**kwargs)
-    except Exception as exc:  # noqa: BLE001 - compared with the oracle below
-        if not expected:
-            raise AssertionError(
-                f"raised {type(exc).__name__}({exc}), expected success [{setting}]") from exc
-        if not isinstance(exc, tuple(expected)):
-            raise AssertionError(f"raised {type(exc).__name__}({exc}), expected "
-                                 f"{_names(expected)} [{setting}]") from exc
-        return None
-    if expected:
-        raise AssertionError(
-            f"constructed {config!r}, expected it to raise {_names(expected)} [{setting}]")
-    return config
+    return assertions.constructed(impl.train.ScalingConfig, kwargs, expected_errors(kwargs),
+                                  "ScalingConfig")
 
 
 def _drop_accelerator_keys(resources: dict) -> dict:
@@ -180,10 +160,10 @@ def assert_derived(config, kwargs: dict) -> None:
     expected = expected_derived(kwargs)
     for name in ("min_workers", "max_workers", "elasticity_enabled", "num_cpus_per_worker",
                  "num_gpus_per_worker"):
-        expect.equal(getattr(config, name), expected[name], name, setting)
-    expect.equal(_drop_accelerator_keys(config.additional_resources_per_worker),
-                 expected["additional_resources_per_worker"],
-                 "additional_resources_per_worker", setting)
+        assertions.equal(getattr(config, name), expected[name], name, setting)
+    assertions.equal(_drop_accelerator_keys(config.additional_resources_per_worker),
+                     expected["additional_resources_per_worker"],
+                     "additional_resources_per_worker", setting)
     total = _drop_accelerator_keys(config.total_resources)
     want = expected["total_resources"]
     close = total.keys() == want.keys() and all(
@@ -198,15 +178,16 @@ def assert_derived(config, kwargs: dict) -> None:
 def check_scaling_defaults(impl):
     cls = impl.train.ScalingConfig
     params = [(p.name, p.default) for p in inspect.signature(cls).parameters.values()]
-    expect.equal(params, list(FIELDS), "ScalingConfig signature (name, default)",
-                 "inspect.signature(ScalingConfig)")
+    assertions.equal(params, list(FIELDS), "ScalingConfig signature (name, default)",
+                     "inspect.signature(ScalingConfig)")
     config = cls()
     for name, default in FIELDS:
-        expect.equal(getattr(config, name), default, f"ScalingConfig().{name}", "ScalingConfig()")
+        assertions.equal(getattr(config, name), default, f"ScalingConfig().{name}",
+                         "ScalingConfig()")
     values = (None, 3, False, {"CPU": 2}, "SPREAD", "A100", {"zone": "a"}, False, "2x2", 5.0)
     config = cls(*values)
     for (name, _), value in zip(FIELDS, values, strict=True):
-        expect.equal(getattr(config, name), value, name, f"ScalingConfig(*{values!r})")
+        assertions.equal(getattr(config, name), value, name, f"ScalingConfig(*{values!r})")
 
 
 @clause("scaling.trainer-resources-deprecated")
@@ -238,7 +219,7 @@ def check_num_workers_range(impl, num_workers):
     config = construct(impl, {"num_workers": num_workers})
     if config is not None and num_workers == 0:
         setting = "ScalingConfig(num_workers=0)"
-        expect.equal((config.min_workers, config.max_workers), (0, 0), "(min, max)", setting)
+        assertions.equal((config.min_workers, config.max_workers), (0, 0), "(min, max)", setting)
 
 
 @clause("scaling.tpu-rules")
@@ -246,17 +227,17 @@ def check_num_workers_range(impl, num_workers):
 def check_tpu_rules(impl, kwargs):
     config = construct(impl, kwargs)
     if config is not None:
-        expect.equal(config.resources_per_worker, expected_resources_field(kwargs),
-                     "resources_per_worker", f"ScalingConfig(**{kwargs!r})")
+        assertions.equal(config.resources_per_worker, expected_resources_field(kwargs),
+                         "resources_per_worker", f"ScalingConfig(**{kwargs!r})")
 
 
 @clause("scaling.tpu-rules")
 def check_tpu_example(impl):
     config = impl.train.ScalingConfig(num_workers=4, use_tpu=True, topology="4x4",
                                       accelerator_type="TPU-V6E")
-    expect.equal(config.resources_per_worker, {"CPU": 1, "TPU": 4}, "resources_per_worker",
-                 "ScalingConfig(num_workers=4, use_tpu=True, topology='4x4', "
-                 "accelerator_type='TPU-V6E')")
+    assertions.equal(config.resources_per_worker, {"CPU": 1, "TPU": 4}, "resources_per_worker",
+                     "ScalingConfig(num_workers=4, use_tpu=True, topology='4x4', "
+                     "accelerator_type='TPU-V6E')")
 
 
 @clause("scaling.gpu-resources-without-use-gpu")
@@ -269,8 +250,8 @@ def check_gpu_resources_need_use_gpu(impl, use_gpu, gpus, others, num_workers):
     config = construct(impl, kwargs)
     if config is not None:
         expected = (gpus or 1) if use_gpu else 0
-        expect.equal(config.num_gpus_per_worker, expected, "num_gpus_per_worker",
-                     f"ScalingConfig(**{kwargs!r})")
+        assertions.equal(config.num_gpus_per_worker, expected, "num_gpus_per_worker",
+                         f"ScalingConfig(**{kwargs!r})")
 
 
 @clause("scaling.label-selector")
@@ -300,8 +281,8 @@ def check_scaling_derived_examples(impl):
          {"memory": 3e9}),
     ]
     for kwargs, total in cases:
-        expect.equal(sc(**kwargs).total_resources, total, "total_resources",
-                     f"ScalingConfig(**{kwargs!r})")
+        assertions.equal(sc(**kwargs).total_resources, total, "total_resources",
+                         f"ScalingConfig(**{kwargs!r})")
 
 
 @clause("scaling.placement-strategy-lazy")
@@ -309,8 +290,8 @@ def check_scaling_derived_examples(impl):
                                            "BOGUS", "pack", ""]), st.text(max_size=12)))
 def check_placement_strategy_accepted(impl, strategy):
     config = impl.train.ScalingConfig(placement_strategy=strategy)
-    expect.equal(config.placement_strategy, strategy, "placement_strategy",
-                 f"ScalingConfig(placement_strategy={strategy!r})")
+    assertions.equal(config.placement_strategy, strategy, "placement_strategy",
+                     f"ScalingConfig(placement_strategy={strategy!r})")
 
 
 @clause("scaling.trainer-resources-deprecated", "scaling.num-workers-type",

@@ -38,18 +38,18 @@ def make():
 '''
 
 CHECKS = '''
-from conformance import expect
+from conformance import assertions
 from conformance.adapters.base import Unsupported
 from conformance.catalogue import clause
 from fake_adapter import Fast, Slow
 
 @clause("report.barrier")
 def check_hangs(impl):
-    expect.succeeded(impl.fit(Slow))
+    assertions.succeeded(impl.fit(Slow))
 
 @clause("report.layout")
 def check_passes(impl):
-    assert expect.succeeded(impl.fit(Fast)) == "done"
+    assert assertions.succeeded(impl.fit(Fast)) == "done"
 
 @clause("report.rank0-metrics")
 def check_fails(impl):

@@ -9,7 +9,7 @@ import pytest
 import reference
 import reference.train as t
 import simcluster
-from reference._runtime import PRELOAD
+from reference import PRELOAD
 from simcluster import FaultPlan, Trigger, action
 
 pytestmark = pytest.mark.slow

@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from simcluster import FaultPlan, NodeSpec, Trigger, action
-from simcluster._cli import main, parse_nodes
+from simcluster.cli.main import main, parse_nodes
 
 SCRIPT = textwrap.dedent("""
     import os, sys

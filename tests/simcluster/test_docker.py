@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from simcluster import Cluster, NodeSpec, SimclusterError
-from simcluster._docker import client_or_reason
+from simcluster.providers.docker import client_or_reason
 
 _client, WHY = client_or_reason()
 if _client is not None:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 
 from simcluster import ACTIONS, Action, FaultPlan, Trigger, action
-from simcluster._faultrun import matches
+from simcluster.faults.runner import matches
 from simcluster.strategies import actions, fault_plans, triggers
 
 EVERY_KIND = list(ACTIONS)

@@ -13,7 +13,7 @@ import pytest
 from conftest import gone, wait_until
 
 from simcluster import FaultPlan, NodeSpec, Trigger, action, worker
-from simcluster._netns import reap_stale, state_dir, unavailable
+from simcluster.providers.netns import reap_stale, state_dir, unavailable
 
 WHY = unavailable()
 pytestmark = [pytest.mark.slow,

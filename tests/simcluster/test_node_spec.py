@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from simcluster import NodeSpec
-from simcluster._accelerators import tpu_chip_bounds, visible_devices_env
 from simcluster._spec import node_address
+from simcluster.driver.accelerators import tpu_chip_bounds, visible_devices_env
 
 
 def test_defaults_and_totals():

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simcluster import STRATEGIES, Unschedulable
-from simcluster._placement import UNIT, NodeView, plan, to_units, validate_bundles
-from simcluster._resources import ResourceBook
+from simcluster.driver.placement import UNIT, NodeView, plan, to_units, validate_bundles
+from simcluster.driver.resources import ResourceBook
 
 # -- strategies ----------------------------------------------------------------------------
 halves = st.sampled_from([0, 0.5, 1, 1.5, 2, 3, 4])

@@ -11,7 +11,7 @@ import torch_rank_fns as fns
 
 import reference
 import reference.train as train
-from reference._runtime import PRELOAD
+from reference import PRELOAD
 from reference.train.torch import TorchConfig, TorchTrainer
 
 simcluster = pytest.importorskip("simcluster")

@@ -1,0 +1,157 @@
+"""`simcluster` / `python -m simcluster`: run a script on a simulated cluster; read a history.
+
+    simcluster run [--nodes 2x4cpu,1x2gpu] [--faults plan.json] [--provider process]
+                   [--history PATH] [--quiet] script.py [args ...]
+    simcluster history FILE [--messages] [--events node_up,fault,...]
+
+`run` starts the cluster (and the fault plan, from the cluster's start so that its node_up
+triggers see the first nodes), runs `python script.py args` with SIMCLUSTER_ADDRESS set
+(`reference.init()` / `init(address="auto")` connect to it), shows nodes, workers and faults
+as they happen (a live panel with `rich` on a terminal, plain lines otherwise), prints where
+the history is, and exits with the script's code. SIGINT / SIGTERM go to the script first.
+
+Node groups: `[COUNTx]ITEM[+ITEM...][:TYPE]`, ITEM one of `<n>cpu`, `<n>gpu`, `<n>tpu`;
+e.g. `2x4cpu` (two nodes of 4 CPUs), `1x8cpu+2gpu:A100`. A group without CPUs gets one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+from .. import Cluster, FaultPlan, History, NodeSpec, SimclusterError
+from .progress import make_progress
+
+_ITEM = re.compile(r"^(\d+(?:\.\d+)?)(cpus?|gpus?|tpus?)$")
+
+
+def parse_nodes(text: str) -> list[NodeSpec]:
+    """'2x4cpu,1x2gpu' -> [NodeSpec(cpus=4), NodeSpec(cpus=4), NodeSpec(cpus=1, gpus=2)]."""
+    specs: list[NodeSpec] = []
+    for group in filter(None, (g.strip() for g in text.split(","))):
+        counted = re.match(r"^(\d+)x(.*)$", group)
+        count, body = counted.groups() if counted else ("1", group)
+        body, _, accel_type = body.partition(":")
+        fields: dict = {"cpus": 0, "gpus": 0, "tpus": 0}
+        for item in body.split("+"):
+            found = _ITEM.match(item.strip().lower())
+            if not found:
+                raise ValueError(f"--nodes {text!r}: cannot read {item!r} in {group!r}; expected "
+                                 "e.g. '2x4cpu', '1x8cpu+2gpu' or '1x2gpu:A100'")
+            key = found.group(2).rstrip("s") + "s"
+            amount = float(found.group(1))
+            fields[key] += amount if key == "cpus" else int(amount)
+        fields["cpus"] = fields["cpus"] or 1
+        if accel_type:
+            fields["accelerator_type"] = accel_type
+        specs += [NodeSpec(**fields) for _ in range(int(count))]
+    if not specs:
+        raise ValueError(f"--nodes {text!r}: no nodes")
+    return specs
+
+
+def _run(args) -> int:
+    specs = parse_nodes(args.nodes)
+    plan = FaultPlan.load(args.faults) if args.faults else None
+    if not os.path.exists(args.script):
+        print(f"simcluster run: no such script: {args.script}", file=sys.stderr)
+        return 2
+    history_path = args.history or _default_history()
+    cluster = Cluster(nodes=specs, provider=args.provider, history_path=history_path,
+                      faults=plan)
+    progress = make_progress(cluster.history, quiet=args.quiet, stream=sys.stderr)
+    child = None
+    try:
+        print(f"simcluster: {len(specs)} nodes up at {cluster.address} "
+              f"(provider {cluster.provider.name}); history: {history_path}", file=sys.stderr)
+        env = {**os.environ, "SIMCLUSTER_ADDRESS": cluster.address}
+        child = subprocess.Popen([sys.executable, args.script, *args.args], env=env)
+        forward = lambda sig, _frame: child.send_signal(sig)  # noqa: E731
+        old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            code = child.wait()
+        finally:
+            for s, handler in old.items():
+                signal.signal(s, handler)
+    finally:
+        if child is not None and child.poll() is None:
+            child.kill()
+            child.wait()
+        progress.close()
+        cluster.close()
+    events = History.read(history_path)
+    faults = sum(e["event"] == "fault" for e in events)
+    print(f"simcluster: the script exited with {code}; {len(events)} events, {faults} faults; "
+          f"history: {history_path} (read it with `simcluster history {history_path}`)",
+          file=sys.stderr)
+    return 128 - code if code < 0 else code
+
+
+def _default_history() -> str:
+    return os.path.abspath(f"simcluster-history-{time.strftime('%Y%m%d-%H%M%S')}-"
+                           f"{os.getpid()}.jsonl")
+
+
+def format_event(event: dict, t0: float) -> str:
+    fields = " ".join(f"{k}={_short(v)}" for k, v in event.items()
+                      if k not in ("t", "seq", "event"))
+    return f"{event['t'] - t0:+10.3f}s  {event['event']:<18} {fields}".rstrip()
+
+
+def _short(value) -> str:
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _history(args) -> int:
+    try:
+        events = History.read(args.file)
+    except (OSError, ValueError) as exc:
+        print(f"simcluster history: cannot read {args.file}: {exc}", file=sys.stderr)
+        return 2
+    wanted = set(filter(None, args.events.split(","))) if args.events else None
+    t0 = events[0]["t"] if events else 0.0
+    hidden = 0
+    for event in events:
+        if wanted is not None and event["event"] not in wanted:
+            continue
+        if event["event"] == "message" and not args.messages and wanted is None:
+            hidden += 1
+            continue
+        print(format_event(event, t0))
+    if hidden:
+        print(f"({hidden} message events not shown; --messages shows them)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="simcluster", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run a Python script on a simulated cluster")
+    run.add_argument("--nodes", default="1x4cpu", help="node groups, e.g. 2x4cpu,1x2gpu")
+    run.add_argument("--faults", help="a fault plan (JSON, FaultPlan.to_json)")
+    run.add_argument("--provider", default="process", choices=["process", "netns", "docker"])
+    run.add_argument("--history", help="history file (default: ./simcluster-history-*.jsonl)")
+    run.add_argument("--quiet", action="store_true", help="no progress display")
+    run.add_argument("script")
+    run.add_argument("args", nargs=argparse.REMAINDER)
+    hist = sub.add_parser("history", help="print a history file as a timeline")
+    hist.add_argument("file")
+    hist.add_argument("--messages", action="store_true", help="include message events")
+    hist.add_argument("--events", help="only these events (comma-separated names)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _run(args) if args.command == "run" else _history(args)
+    except (ValueError, TypeError, OSError, SimclusterError) as exc:
+        print(f"simcluster {args.command}: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,317 @@
+"""Fault plans as data: `FaultPlan` = seed + a list of (`Trigger`, `Action`) steps.
+
+A plan is plain data with a JSON form (`to_json` / `from_json` round-trip exactly), so a
+failing schedule can be saved, shrunk (see `simcluster.strategies`) and replayed. What a plan
+does on a cluster is in `faults/runner.py`; this module only says what a plan may contain.
+
+Triggers (each fires at most once):
+
+    Trigger.after(s)                      s seconds after the plan started
+    Trigger.on(event, nth=1, per_worker=False, **match)
+                                          the nth history event named `event` whose fields
+                                          match; per_worker: the first worker to reach nth
+    Trigger.message(worker="*", nth=1)    a worker's nth message to the driver (per worker)
+    Trigger.node_up(node="*", nth=1)      Trigger.worker_exit(worker="*", **match)
+
+Matching: `worker` is a glob over the worker's *name* (its id when unnamed), `node` a glob
+over node ids; other fields compare equal, or as a glob over `str(value)` when the pattern
+is a str. A pattern never matches a field that is absent or None, so `signal="*"` means
+"ended by a signal".
+
+Targets of actions: `worker` is a name glob or "$trigger" (the worker of the triggering
+event); `node` is a node-id glob, "$trigger" (the triggering event's node) or
+"worker:<name glob>" (the node a running worker is on). Several candidates: one is picked
+with the plan's seed, so a replay picks the same one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .._spec import NodeSpec
+
+_REQUIRED = object()
+# kind -> {parameter: default}; _REQUIRED marks the ones a caller must give.
+ACTIONS: dict[str, dict[str, Any]] = {
+    "kill_worker": {"worker": _REQUIRED, "signal": 9},
+    "raise_in_worker": {"worker": _REQUIRED, "error": "RuntimeError",
+                        "message": "injected fault"},
+    "kill_node": {"node": _REQUIRED},
+    "pause_node": {"node": _REQUIRED, "seconds": None},
+    "resume_node": {"node": _REQUIRED},
+    "remove_node": {"node": _REQUIRED, "graceful": True, "grace_s": None},
+    "add_node": {"spec": {"cpus": 1}},
+    "preempt_node": {"node": _REQUIRED, "deadline_s": 1.0},
+    "fail_upload": {"worker": "*", "error": "OSError", "message": "injected upload failure"},
+    "slow_upload": {"worker": "*", "seconds": 1.0},
+    "partition": {"nodes": _REQUIRED, "seconds": None},
+    "heal": {"nodes": ("*",)},
+}
+_SCALAR = (str, int, float, bool, type(None))
+
+
+def _check_seconds(where: str, value: Any, *, optional: bool) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{where}={value!r}: expected a finite number of seconds >= 0"
+                         + (" or None" if optional else ""))
+
+
+def _check_pattern(where: str, value: Any) -> None:
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"{where}={value!r}: expected a non-empty str (a glob, '$trigger'"
+                        + (" or 'worker:<glob>'" if "node" in where else "") + ")")
+
+
+@dataclasses.dataclass(frozen=True)
+class Trigger:
+    """When a step fires: `after_s` seconds into the plan, or the `nth` matching `event`."""
+
+    after_s: float | None = None
+    event: str | None = None
+    nth: int = 1
+    per_worker: bool = False
+    match: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if (self.after_s is None) == (self.event is None):
+            raise ValueError(f"Trigger(after_s={self.after_s!r}, event={self.event!r}): "
+                             "give exactly one of them")
+        if self.after_s is not None:
+            _check_seconds("Trigger(after_s", self.after_s, optional=False)
+            if self.match or self.nth != 1 or self.per_worker:
+                raise ValueError("Trigger(after_s=...): a time trigger takes no nth, "
+                                 "per_worker or match")
+        else:
+            if not isinstance(self.event, str) or not self.event:
+                raise TypeError(f"Trigger(event={self.event!r}): expected an event name "
+                                "such as 'message', 'node_up' or 'worker_exit'")
+            if isinstance(self.nth, bool) or not isinstance(self.nth, int) or self.nth < 1:
+                raise ValueError(f"Trigger(nth={self.nth!r}): expected an int >= 1")
+            if not isinstance(self.per_worker, bool):
+                raise TypeError(f"Trigger(per_worker={self.per_worker!r}): expected a bool")
+        if not isinstance(self.match, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, _SCALAR) for k, v in self.match.items()):
+            raise TypeError(f"Trigger(match={self.match!r}): expected a mapping of field name "
+                            "to str, number, bool or None")
+        object.__setattr__(self, "match", dict(self.match))
+
+    @classmethod
+    def after(cls, seconds: float) -> Trigger:
+        return cls(after_s=seconds)
+
+    @classmethod
+    def on(cls, event: str, *, nth: int = 1, per_worker: bool = False, **match) -> Trigger:
+        return cls(event=event, nth=nth, per_worker=per_worker, match=match)
+
+    @classmethod
+    def message(cls, worker: str = "*", nth: int = 1, *, per_worker: bool = True) -> Trigger:
+        """The `nth` message a worker named like `worker` sends to the driver."""
+        return cls.on("message", nth=nth, per_worker=per_worker, worker=worker,
+                      direction="from_worker")
+
+    @classmethod
+    def node_up(cls, node: str = "*", nth: int = 1) -> Trigger:
+        return cls.on("node_up", nth=nth, node=node)
+
+    @classmethod
+    def worker_exit(cls, worker: str = "*", nth: int = 1, **match) -> Trigger:
+        """e.g. `Trigger.worker_exit(signal="*")`: a worker ended by a signal."""
+        return cls.on("worker_exit", nth=nth, worker=worker, **match)
+
+    def to_dict(self) -> dict:
+        if self.after_s is not None:
+            return {"after_s": self.after_s}
+        out: dict[str, Any] = {"event": self.event}
+        if self.nth != 1:
+            out["nth"] = self.nth
+        if self.per_worker:
+            out["per_worker"] = True
+        if self.match:
+            out["match"] = dict(self.match)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> Trigger:
+        _check_keys("trigger", data, {"after_s", "event", "nth", "per_worker", "match"})
+        return cls(**data)
+
+    def __str__(self) -> str:
+        if self.after_s is not None:
+            return f"after {self.after_s:g}s"
+        fields = ", ".join(f"{k}={v!r}" for k, v in self.match.items())
+        each = " of one worker" if self.per_worker else ""
+        return f"{_ordinal(self.nth)} {self.event}{each}({fields})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Action:
+    """What a step does: `kind` (one of `ACTIONS`) and its parameters (defaults filled in)."""
+
+    kind: str
+    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind not in ACTIONS:
+            raise ValueError(f"Action(kind={self.kind!r}): expected one of {sorted(ACTIONS)}")
+        allowed = ACTIONS[self.kind]
+        unknown = sorted(set(self.params) - set(allowed))
+        if unknown:
+            raise ValueError(f"Action(kind={self.kind!r}): unknown parameter(s) {unknown}; "
+                             f"allowed: {sorted(allowed)}")
+        params = {}
+        for name, default in allowed.items():
+            if name in self.params:
+                params[name] = self.params[name]
+            elif default is _REQUIRED:
+                raise ValueError(f"Action(kind={self.kind!r}): parameter {name!r} is required")
+            else:
+                params[name] = default
+        where = f"Action({self.kind}).{{}}"
+        for name, value in params.items():
+            _check_param(where.format(name), name, value)
+        if "nodes" in params:
+            params["nodes"] = tuple(params["nodes"])
+        if "spec" in params:
+            params["spec"] = dict(params["spec"])
+        object.__setattr__(self, "params", params)
+
+    def __getattr__(self, name: str):
+        params = self.__dict__.get("params", {})
+        if name in params:
+            return params[name]
+        raise AttributeError(name)
+
+    def to_dict(self) -> dict:
+        out: dict[str, Any] = {"kind": self.kind}
+        for name, value in self.params.items():
+            out[name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> Action:
+        if not isinstance(data, Mapping) or "kind" not in data:
+            raise ValueError(f"action={data!r}: expected an object with a 'kind'")
+        params = {k: v for k, v in data.items() if k != "kind"}
+        return cls(data["kind"], params)
+
+    def __str__(self) -> str:
+        fields = ", ".join(f"{k}={v!r}" for k, v in self.params.items()
+                           if v != ACTIONS[self.kind][k])
+        return f"{self.kind}({fields})"
+
+
+def _check_param(where: str, name: str, value: Any) -> None:
+    if name in ("worker", "node"):
+        _check_pattern(where, value)
+    elif name == "nodes":
+        if isinstance(value, str) or not isinstance(value, Iterable):
+            raise TypeError(f"{where}={value!r}: expected a list of node-id globs")
+        for item in value:
+            _check_pattern(where, item)
+    elif name in ("seconds", "grace_s", "deadline_s"):
+        _check_seconds(where, value, optional=name != "deadline_s")
+    elif name == "signal":
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 65:
+            raise ValueError(f"{where}={value!r}: expected a signal number (1-64)")
+    elif name in ("error", "message"):
+        if not isinstance(value, str):
+            raise TypeError(f"{where}={value!r}: expected a str")
+    elif name == "graceful":
+        if not isinstance(value, bool):
+            raise TypeError(f"{where}={value!r}: expected a bool")
+    elif name == "spec":
+        if not isinstance(value, Mapping):
+            raise TypeError(f"{where}={value!r}: expected NodeSpec fields as a mapping, "
+                            "e.g. {'cpus': 2}")
+        NodeSpec(**value)  # its own checks name the field
+
+
+def action(kind: str, **params) -> Action:
+    """`action("kill_node", node="node-1")`: an `Action` with keyword parameters."""
+    return Action(kind, params)
+
+
+@dataclasses.dataclass(frozen=True)
+class FaultPlan:
+    """A seeded list of (trigger, action) steps; `Cluster(faults=plan)` or
+    `cluster.run_plan(plan)` runs it. The seed picks among several matching targets."""
+
+    steps: tuple[tuple[Trigger, Action], ...] = ()
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        steps = []
+        for i, step in enumerate(self.steps):
+            try:
+                trigger, act = step
+            except (TypeError, ValueError):
+                raise TypeError(f"FaultPlan(steps[{i}]={step!r}): expected a (Trigger, "
+                                "Action) pair") from None
+            if not isinstance(trigger, Trigger) or not isinstance(act, Action):
+                raise TypeError(f"FaultPlan(steps[{i}]={step!r}): expected a (Trigger, "
+                                "Action) pair")
+            steps.append((trigger, act))
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise TypeError(f"FaultPlan(seed={self.seed!r}): expected an int")
+        object.__setattr__(self, "steps", tuple(steps))
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def __iter__(self):
+        return iter(self.steps)
+
+    @property
+    def needs_partitions(self) -> bool:
+        return any(a.kind in ("partition", "heal") for _, a in self.steps)
+
+    def to_dict(self) -> dict:
+        return {"version": 1, "seed": self.seed,
+                "steps": [{"trigger": t.to_dict(), "action": a.to_dict()} for t, a in self.steps]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> FaultPlan:
+        _check_keys("plan", data, {"version", "seed", "steps"})
+        if data.get("version", 1) != 1:
+            raise ValueError(f"plan version={data['version']!r}: this simcluster reads "
+                             "version 1")
+        steps = [(Trigger.from_dict(s["trigger"]), Action.from_dict(s["action"]))
+                 for s in data.get("steps", ())]
+        return cls(tuple(steps), seed=data.get("seed", 0))
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    @classmethod
+    def from_json(cls, text: str) -> FaultPlan:
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def load(cls, path) -> FaultPlan:
+        with open(path, encoding="utf-8") as f:
+            return cls.from_json(f.read())
+
+    def __str__(self) -> str:
+        lines = [f"FaultPlan(seed={self.seed})"]
+        lines += [f"  [{i}] {t} -> {a}" for i, (t, a) in enumerate(self.steps)]
+        return "\n".join(lines)
+
+
+def _check_keys(what: str, data: Any, allowed: set[str]) -> None:
+    if not isinstance(data, Mapping):
+        raise TypeError(f"{what}={data!r}: expected a JSON object")
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise ValueError(f"{what}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 < 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"

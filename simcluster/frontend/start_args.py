@@ -1,0 +1,53 @@
+"""Checking what a `start_worker` call asks for, for `Cluster` and `ClusterClient` alike."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from .._wire import dumps
+from .endpoint import Bundle, Placement
+
+
+def blob_for(fn: Callable, args: tuple, kwargs: Mapping) -> bytes:
+    """The pickled call a worker runs; fails here, in the caller, if it cannot be pickled."""
+    if not callable(fn):
+        raise TypeError(f"start_worker(fn={fn!r}): expected a callable")
+    try:
+        return dumps((fn, tuple(args), dict(kwargs)))
+    except Exception as exc:
+        raise TypeError(f"start_worker(fn={fn!r}): the call cannot be pickled: {exc!r}") from exc
+
+
+def resolve_target(node_id: object, bundle: object, placement: object) -> tuple[str, Bundle | None]:
+    """The node and bundle a `start_worker` call means, with errors naming the argument."""
+    if isinstance(bundle, int) and not isinstance(bundle, bool):
+        if not isinstance(placement, Placement):
+            raise ValueError(f"start_worker(bundle={bundle!r}): a bundle index needs "
+                             "`placement=`; or pass `bundle=placement[i]`")
+        if not 0 <= bundle < len(placement):
+            raise ValueError(f"start_worker(bundle={bundle!r}): the placement has "
+                             f"{len(placement)} bundles")
+        bundle = placement[bundle]
+    elif bundle is not None and not isinstance(bundle, Bundle):
+        raise TypeError(f"start_worker(bundle={bundle!r}): expected placement[i], an index "
+                        "with `placement=`, or None")
+    node_id = getattr(node_id, "id", node_id)
+    if bundle is not None:
+        if node_id is None:
+            node_id = bundle.node_id
+        elif node_id != bundle.node_id:
+            raise ValueError(f"start_worker(node_id={node_id!r}): the bundle is on "
+                             f"{bundle.node_id!r}; pass node_id=None to use the bundle's node")
+    if not isinstance(node_id, str):
+        raise ValueError(f"start_worker(node_id={node_id!r}): expected a node id (or a Node, "
+                         "or None with a bundle)")
+    return node_id, bundle
+
+
+def check_env(env: object) -> dict[str, str]:
+    if env is None:
+        return {}
+    if not isinstance(env, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        raise TypeError(f"start_worker(env={env!r}): expected a mapping of str to str")
+    return dict(env)
