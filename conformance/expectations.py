@@ -1,8 +1,9 @@
 """Expectation files: `conformance/expectations/<impl>.txt`.
 
-One entry per line: `<test-id prefix> | <reason>`; `#` starts a comment. A prefix is a
-test id relative to `conformance/checks/` (e.g. `check_report.py::check_barrier`, or a
-whole file). Matching checks are marked expected-to-fail (non-strict); an entry that
+One entry per line: `<test-id prefix> | <reason>`; a line starting with `#` is a comment
+(a `#` inside a reason is kept), and a line without a prefix or a reason is an error (an
+empty prefix would match every check). A prefix is a test id relative to
+`conformance/checks/` (e.g. `check_report.py::check_barrier`, or a whole file). Matching checks are marked expected-to-fail (non-strict); an entry that
 matches no check, or whose checks all passed, is reported as stale.
 """
 
@@ -35,7 +36,7 @@ def parse(text: str) -> list[Entry]:
         if not line:
             continue
         prefix, sep, reason = line.partition("|")
-        if not sep or not reason.strip():
+        if not sep or not prefix.strip() or not reason.strip():
             raise ValueError(f"expectations line {number}: {raw!r}: expected '<prefix> | <reason>'")
         entries.append(Entry(prefix.strip(), reason.strip(), number))
     return entries

@@ -2,10 +2,15 @@
 
 Config strategies draw keyword-argument dicts (a key that is absent means "use the default"),
 valid and invalid alike; each check carries its own oracle that decides what the call must do.
-Tree strategies draw small directory trees for checkpoints, with `write_tree`/`read_tree` to
-put one on disk and read it back as comparable data.
 
+Directory trees, for anything that copies folders (checkpoints) and must keep them whole.
 A tree is a dict: name -> bytes (a file) or name -> dict (a folder, possibly empty).
+  trees(max_leaves=8, max_width=3)  strategy: nested and empty folders, empty and binary files
+  file_names(), file_contents()     the strategies trees() is made of
+  write_tree(root, tree)            create a tree under an existing folder
+  read_tree(root)                   the tree on disk, comparable with == to what trees() drew
+  describe_tree(tree)               one line of names and sizes, for assertion messages
+They are public for other test suites too (they import nothing from the suite).
 """
 
 from __future__ import annotations
@@ -14,6 +19,18 @@ import os
 import random
 
 from hypothesis import strategies as st
+
+__all__ = [
+    # ScalingConfig
+    "TPU_ACCELERATOR_TYPES", "TPU_TOPOLOGIES", "BAD_TPU_TOPOLOGIES", "resource_values",
+    "resources_per_worker", "valid_num_workers", "any_num_workers", "label_selector_dicts",
+    "label_selectors", "tpu_settings", "scaling_kwargs", "tpu_scaling_kwargs",
+    "valid_scaling_kwargs",
+    # other configs
+    "json_values", "json_dicts", "arbitrary_objects",
+    # directory trees
+    "file_names", "file_contents", "trees", "write_tree", "read_tree", "describe_tree",
+]
 
 # ---------------------------------------------------------------------------- ScalingConfig
 
@@ -199,6 +216,8 @@ _NAME_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789_-."
 
 
 def file_names() -> st.SearchStrategy:
+    """File and folder names; none starts with `.metadata`, a name Checkpoint keeps for its
+    own metadata file."""
     return st.text(_NAME_ALPHABET, min_size=1, max_size=12).filter(
         lambda n: n not in (".", "..") and not n.startswith(".metadata"))
 

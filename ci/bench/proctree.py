@@ -16,32 +16,16 @@ import select
 import signal
 import time
 
+from simcluster import procfs
+
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _PR_SET_CHILD_SUBREAPER = 36
-
-
-def _ppid_map() -> dict[int, int]:
-    """{pid: ppid} for every process visible in /proc."""
-    out: dict[int, int] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # The command name (field 2) may hold spaces and parentheses: parse after the last ')'.
-        fields = stat[stat.rfind(b")") + 2:].split()
-        if len(fields) > 1:
-            out[int(name)] = int(fields[1])
-    return out
 
 
 def descendants(pid: int) -> list[int]:
     """Every live descendant of pid (children, grandchildren, ...), not pid itself."""
     children: dict[int, list[int]] = {}
-    for child, parent in _ppid_map().items():
+    for child, parent in procfs.parents().items():
         children.setdefault(parent, []).append(child)
     out, todo = [], [pid]
     while todo:

@@ -1,4 +1,4 @@
-"""Named argument checks for the config classes, plus TPU slice arithmetic.
+"""Named argument checks for the config classes.
 
 Each check raises the exception type Ray raises under the same condition (ValueError for
 bad values, DeprecationWarning *raised* for removed arguments) with a message that names the
@@ -10,8 +10,9 @@ operator cannot handle (``num_to_keep="3"``) fails with the TypeError Ray fails 
 from __future__ import annotations
 
 import logging
-import math
 from typing import Any
+
+from reference.train._internal.accelerators import tpu
 
 DEPRECATED = "DEPRECATED"
 
@@ -174,64 +175,10 @@ def check_all_instances(owner: str, name: str, values: Any, cls: type, shown: st
         )
 
 
-# ---------------------------------------------------------------------------- TPU slices
-# A slice has prod(topology) chips. A host (VM) holds 4 of them, except single-host v5e/v6e
-# slices, where the one host holds all chips of the small topology.
-
-TPU_GENERATIONS = ("v2", "v3", "v4", "v5p", "v5litepod", "v6e", "v7x")
-_ALL_CHIPS_ON_ONE_HOST = ("v5litepod", "v6e")
-_SINGLE_HOST_TOPOLOGIES = ("1x1", "2x2", "2x4")
-_DEFAULT_CHIPS_PER_HOST = 4
-
-
-def tpu_generation(accelerator_type: str) -> str:
-    """'TPU-V6E' -> 'v6e', 'TPU4' -> 'v4', 'v5p' -> 'v5p'; ValueError for other names."""
-    lowered = accelerator_type.lower()
-    if lowered.startswith("tpu-"):
-        generation = lowered.replace("tpu-", "")
-    elif lowered.startswith("tpu"):
-        generation = lowered.replace("tpu", "v")
-    else:
-        generation = lowered
-    if generation not in TPU_GENERATIONS:
-        raise ValueError(
-            f"accelerator_type={accelerator_type!r} is not a TPU type; must be one of "
-            f"{list(TPU_GENERATIONS)}, optionally prefixed with 'TPU-'."
-        )
-    return generation
-
-
-def tpu_chips(topology: str) -> int:
-    """Chips in a slice: '4x4' -> 16, '2x2x2' -> 8; ValueError when a side is not a number."""
-    return math.prod(int(side) for side in topology.strip().lower().split("x"))
-
-
-def tpu_chips_per_host(topology: str, generation: str) -> int:
-    chips = tpu_chips(topology)
-    if (generation.strip().lower() in _ALL_CHIPS_ON_ONE_HOST
-            and topology.strip().lower() in _SINGLE_HOST_TOPOLOGIES):
-        return chips
-    return _DEFAULT_CHIPS_PER_HOST
-
-
 def tpu_slice_workers(topology: str, accelerator_type: str,
                       resources_per_worker: dict | None) -> tuple[int, dict]:
-    """(workers in one slice, resources of one worker) for a TPU slice.
+    """(workers in one slice, resources of one worker); ValueError when the slice is bad.
 
-    Each worker gets one host's chips unless resources_per_worker says otherwise, plus one
-    CPU unless it names a CPU count.
+    The slice arithmetic lives with the TPU accelerator manager.
     """
-    per_host = tpu_chips_per_host(topology, tpu_generation(accelerator_type))
-    chips = tpu_chips(topology)
-    resources = resources_per_worker.copy() if resources_per_worker else {}
-    resources.setdefault("CPU", 1)
-    resources.setdefault("TPU", per_host)
-    tpus = resources["TPU"]
-    if tpus <= 0:
-        raise ValueError(f"TPU resources must be positive; got TPU={tpus!r}.")
-    if chips % tpus != 0:
-        raise ValueError(
-            f"the {chips} TPU chips of topology={topology!r} do not divide evenly into "
-            f"workers of TPU={tpus!r} each."
-        )
-    return int(chips // tpus), resources
+    return tpu.slice_workers(topology, accelerator_type, resources_per_worker)

@@ -13,7 +13,8 @@ from ..faults.plan import FaultPlan
 from ..faults.runner import PlanRun
 from ..frontend.endpoint import Endpoint, Placement, WorkerHandle
 from ..frontend.start_args import blob_for, check_env, resolve_target
-from ..providers.base import Provider, make_provider
+from ..providers.base import Provider
+from ..providers.registry import make_provider
 from .driver import Driver
 
 
@@ -170,12 +171,6 @@ class Cluster(Endpoint):
     @property
     def closed(self) -> bool:
         return not self._finalizer.alive
-
-    def __enter__(self) -> Cluster:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"Cluster(address={self.address!r}, nodes={[n.id for n in self.nodes]})"

@@ -138,12 +138,6 @@ class ClusterClient(Endpoint):
     def closed(self) -> bool:
         return self._closed
 
-    def __enter__(self) -> ClusterClient:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         return f"ClusterClient(address={self.address!r})"
 

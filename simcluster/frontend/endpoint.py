@@ -184,6 +184,17 @@ class Endpoint(abc.ABC):
         self._exit_callbacks: list[Callable[[WorkerExit], Any]] = []
         self._message_callbacks: list[Callable[[str, Any], Any]] = []
 
+    # -- lifecycle: `with Cluster(...) as c:` / `with connect(...) as c:` ------------------
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Let go of the cluster (idempotent): `Cluster` stops it, a client disconnects."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     def on_worker_exit(self, callback: Callable[[WorkerExit], Any]) -> Callable:
         """Call `callback(WorkerExit)` the moment any worker of this endpoint exits."""
         self._exit_callbacks.append(callback)

@@ -22,8 +22,6 @@ from collections.abc import Callable
 from .._errors import SimclusterError
 from .._spec import Node, node_address
 
-PROVIDER_NAMES = ("process", "netns", "docker")
-
 
 class Provider:
     """The `process` provider, and the base class of the others."""
@@ -82,20 +80,3 @@ def base36(n: int) -> str:
         out = digits[r] + out
         if not n:
             return out
-
-
-def make_provider(provider: str | Provider) -> Provider:
-    if isinstance(provider, Provider):
-        return provider
-    if provider == "process":
-        return Provider()
-    if provider == "netns":
-        from .netns import NetnsProvider
-
-        return NetnsProvider()
-    if provider == "docker":
-        from .docker import DockerProvider
-
-        return DockerProvider()
-    raise ValueError(f"Cluster(provider={provider!r}): expected one of {PROVIDER_NAMES} or a "
-                     "simcluster Provider instance")

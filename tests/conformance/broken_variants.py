@@ -2,7 +2,8 @@
 
 Each variant patches one rule of the contract in the driver process (where the reference's
 controller runs) when its adapter is set up. `test_broken_variants.py` runs the checks that
-must catch it and expects them to fail.
+must catch it and expects each to fail under the clause the variant breaks, with a message
+that names the breakage (a crash is not a catch).
 """
 
 from __future__ import annotations

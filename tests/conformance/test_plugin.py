@@ -83,6 +83,13 @@ def test_statuses_header_and_report(pytester, monkeypatch):
     statuses = {c["id"].split("::")[1]: c["status"] for c in report["checks"]}
     assert statuses == {"check_hangs": "hang", "check_passes": "xpass", "check_fails": "xfail",
                         "check_unsupported": "skip"}
+    by_name = {c["id"].split("::")[1]: c for c in report["checks"]}
+    hang, failed = by_name["check_hangs"], by_name["check_fails"]
+    assert (hang["error"], hang["phase"]) == ("HangVerdict", "call")
+    assert hang["message"].startswith("fit() did not finish within its deadline")
+    assert (failed["error"], failed["message"]) == ("AssertionError",
+                                                    "broken on purpose\nassert False")
+    assert [by_name[n]["error"] for n in ("check_passes", "check_unsupported")] == [None, None]
     assert "stale expectation (fake_adapter:make): line 2: 'check_fake.py::check_passes'" in text
     assert report["clauses"]["report.barrier"]["status"] == "hang"
     assert report["clauses"]["context.multi-node"]["reasons"] == ["Skipped: no nodes here"]

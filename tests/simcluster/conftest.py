@@ -7,7 +7,7 @@ import time
 import pytest
 
 from simcluster import Cluster, NodeSpec
-from simcluster._proc import proc_state
+from simcluster.procfs import state as proc_state
 
 
 def wait_until(predicate, timeout: float = 10.0, what: str = "condition"):

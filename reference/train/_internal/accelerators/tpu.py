@@ -9,99 +9,92 @@ two-chip allocation are removed when the new one is larger.
 
 Slices: a slice of topology "AxB[xC]" has A*B*C chips; a host holds 4 of them, except the
 single-host v5e/v6e topologies (1x1, 2x2, 2x4), whose one host holds all. A multi-worker
-TPU job runs whole slices, so its worker count is a multiple of the workers per slice.
-The slice arithmetic is shared with ScalingConfig's validation.
+TPU job runs whole slices, so its worker count is a multiple of the workers per slice;
+ScalingConfig's validation asks `slice_workers` for that number.
 """
 
 from __future__ import annotations
 
 import glob
+import math
 import os
-import re
 from collections.abc import Mapping, Sequence
 
 from reference.train._internal.accelerators.api import AcceleratorManager
-from reference.train._validation import (
-    tpu_chips,
-    tpu_chips_per_host,
-    tpu_generation,
-    tpu_slice_workers,
-)
 
 CHIPS_PER_HOST_BOUNDS_VAR = "TPU_CHIPS_PER_HOST_BOUNDS"
 HOST_BOUNDS_VAR = "TPU_HOST_BOUNDS"
 SINGLE_HOST_BOUNDS = "1,1,1"
 # Chip bounds of the sub-host allocations the bounds variables are written for.
 SUBHOST_CHIP_BOUNDS = {1: "1,1,1", 2: "1,2,1"}
-# Chip counts a worker may request from one host.
-VALID_CHIP_REQUESTS = (1, 2, 4, 8)
-DEFAULT_MEGASCALE_PORT = "8081"
-# Generations with one TensorCore per chip; the others have two.
-_ONE_CORE_PER_CHIP = ("v5litepod", "v6e")
-_POD_TYPE = re.compile(r"^(v|tpu)\d+[a-zA-Z]*-\d+$")
 _PCI_VENDOR_GOOGLE = "0x1ae0"
 
+# ---------------------------------------------------------------------------- slices
+# The rules of ray/util/tpu.py `get_tpu_worker_resources` (with one slice and one TPU
+# resource per chip) and of `get_tpu_version_from_type` / `get_chips_per_host` in
+# ray/_private/accelerators/tpu.py.
 
-def _cube_topologies(max_x: int, max_y: int, max_z: int) -> set[str]:
-    """3D topologies beyond the small ones grow in steps of 4 chips along every side."""
-    return {f"{x}x{y}x{z}" for x in range(4, max_x + 1, 4) for y in range(4, max_y + 1, 4)
-            for z in range(4, max_z + 1, 4)}
-
-
-_SMALL_3D = {"2x2x1", "2x2x2", "2x2x4", "2x4x4"}
-_LITE_2D = {"1x1", "2x2", "2x4", "2x8", "4x4", "4x8", "8x8", "8x16", "16x16"}
-VALID_TOPOLOGIES = {
-    "v2": {"4x4", "4x8", "8x8", "8x16", "16x16"},
-    "v3": {"4x4", "4x8", "8x8", "8x16", "16x16", "16x32", "32x32"},
-    "v4": _SMALL_3D | _cube_topologies(12, 12, 16),
-    "v5p": _SMALL_3D | _cube_topologies(16, 16, 24),
-    "v5litepod": _LITE_2D,
-    "v6e": _LITE_2D,
-    "v7x": _SMALL_3D | {"4x4x4", "4x4x8", "4x8x8", "8x8x8", "8x8x16", "8x16x16"},
-}
+GENERATIONS = ("v2", "v3", "v4", "v5p", "v5litepod", "v6e", "v7x")
+_ALL_CHIPS_ON_ONE_HOST = ("v5litepod", "v6e")
+_SINGLE_HOST_TOPOLOGIES = ("1x1", "2x2", "2x4")
+_DEFAULT_CHIPS_PER_HOST = 4
 
 
-def is_valid_pod_type(pod_type: str) -> bool:
-    """'v4-32', 'v5litepod-16', 'tpu7x-16': a generation, a dash and a core/chip count."""
-    return bool(_POD_TYPE.match(pod_type))
+def _generation(accelerator_type: str) -> str:
+    """'TPU-V6E' -> 'v6e', 'TPU4' -> 'v4', 'v5p' -> 'v5p'; ValueError for other names."""
+    lowered = accelerator_type.lower()
+    if lowered.startswith("tpu-"):
+        generation = lowered.replace("tpu-", "")
+    elif lowered.startswith("tpu"):
+        generation = lowered.replace("tpu", "v")
+    else:
+        generation = lowered
+    if generation not in GENERATIONS:
+        raise ValueError(
+            f"accelerator_type={accelerator_type!r} is not a TPU type; must be one of "
+            f"{list(GENERATIONS)}, optionally prefixed with 'TPU-'."
+        )
+    return generation
 
 
-def normalize_generation(accelerator_type: str) -> str:
-    """'TPU-V6E' -> 'v6e', 'tpu7x-8' -> 'v7x', 'v5p-16' -> 'v5p' (the size is dropped)."""
-    spelled = re.sub(r"^tpu-?v?", "v", accelerator_type.strip().lower())
-    return spelled.split("-")[0]
+def _slice_chips(topology: str) -> int:
+    """'4x4' -> 16, '2x2x2' -> 8; ValueError when a side is not a number."""
+    return math.prod(int(side) for side in topology.strip().lower().split("x"))
 
 
-def is_valid_topology(accelerator_type: str, topology: str) -> bool:
-    generation = normalize_generation(accelerator_type)
-    return topology.strip().lower() in VALID_TOPOLOGIES.get(generation, ())
+def _chips_per_host(topology: str, generation: str) -> int:
+    if (generation in _ALL_CHIPS_ON_ONE_HOST
+            and topology.strip().lower() in _SINGLE_HOST_TOPOLOGIES):
+        return _slice_chips(topology)
+    return _DEFAULT_CHIPS_PER_HOST
 
 
-def cores_per_chip(generation: str) -> int:
-    return 1 if generation.lower().startswith(_ONE_CORE_PER_CHIP) else 2
+def slice_workers(topology: str, accelerator_type: str,
+                  resources_per_worker: dict | None = None) -> tuple[int, dict]:
+    """(workers in one slice, resources of one worker) for a slice of `topology`.
+
+    Each worker gets one host's chips unless resources_per_worker says otherwise, plus one
+    CPU unless it names a CPU count. ValueError for an unknown accelerator_type, a
+    topology that is not "AxB[xC]", or a TPU count that is not positive or does not divide
+    the slice's chips.
+    """
+    per_host = _chips_per_host(topology, _generation(accelerator_type))
+    chips = _slice_chips(topology)
+    resources = resources_per_worker.copy() if resources_per_worker else {}
+    resources.setdefault("CPU", 1)
+    resources.setdefault("TPU", per_host)
+    tpus = resources["TPU"]
+    if tpus <= 0:
+        raise ValueError(f"TPU resources must be positive; got TPU={tpus!r}.")
+    if chips % tpus != 0:
+        raise ValueError(
+            f"the {chips} TPU chips of topology={topology!r} do not divide evenly into "
+            f"workers of TPU={tpus!r} each."
+        )
+    return int(chips // tpus), resources
 
 
-def chips_per_host(topology: str, accelerator_type: str) -> int:
-    return tpu_chips_per_host(topology, tpu_generation(accelerator_type))
-
-
-def workers_per_slice(topology: str, accelerator_type: str,
-                      resources_per_worker: dict | None = None) -> int:
-    """Workers one slice holds when each gets one host's chips (or resources_per_worker)."""
-    return tpu_slice_workers(topology, accelerator_type, resources_per_worker)[0]
-
-
-def slice_chips(topology: str) -> int:
-    return tpu_chips(topology)
-
-
-def multislice_env(coordinator_address: str, num_slices: int, slice_id: int,
-                   port: str = DEFAULT_MEGASCALE_PORT) -> dict[str, str]:
-    """What the workers of slice `slice_id` need to find each other across slices."""
-    return {"MEGASCALE_COORDINATOR_ADDRESS": coordinator_address,
-            "MEGASCALE_PORT": str(port),
-            "MEGASCALE_NUM_SLICES": str(num_slices),
-            "MEGASCALE_SLICE_ID": str(slice_id)}
+# ---------------------------------------------------------------------------- the manager
 
 
 class TPUManager(AcceleratorManager):
@@ -113,6 +106,10 @@ class TPUManager(AcceleratorManager):
     @classmethod
     def visible_devices_env(cls, ids: Sequence, node_devices: int | None = None,
                             environ: Mapping[str, str] | None = None) -> dict[str, str | None]:
+        # The rule of `TPUAcceleratorManager.set_current_process_visible_accelerator_ids`
+        # in ray/_private/accelerators/tpu.py (one TPU resource per chip): bounds only for
+        # 1 or 2 chips, nothing for the whole node. simcluster/driver/accelerators.py keeps
+        # the fresh-process half of the same rule for its simulated TPU nodes.
         environ = os.environ if environ is None else environ
         if environ.get(cls.noset_var, "").lower() in ("1", "true"):
             return {}

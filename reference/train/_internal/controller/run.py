@@ -13,7 +13,7 @@ from reference.train._internal.controller.controller import Controller
 from reference.train._internal.controller.policies import FailurePolicy, ScalingPolicy
 from reference.train._internal.storage import fs_utils
 from reference.train._internal.storage.checkpoint_manager import CheckpointManager
-from reference.train._internal.storage.persist import remove_temporaries
+from reference.train._internal.storage.persist import persist_as_checkpoint, remove_temporaries
 from reference.train._internal.storage.storage_context import StorageContext
 
 
@@ -33,7 +33,7 @@ def run_distributed(trainer, train_fn):
     def commit_round(attempt: int, index: int, dir_name: str | None, metrics):
         name = dir_name or storage.make_default_checkpoint_dir_name()
         staged = (storage.storage_filesystem, f"{staging_prefix}-a{attempt}-{index}")
-        return storage.persist_current_checkpoint([staged], name, mode="move")
+        return persist_as_checkpoint(storage, [staged], name, mode="move")
 
     backend_config = trainer.backend_config
     backend = backend_config.backend_cls()

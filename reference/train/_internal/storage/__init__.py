@@ -7,6 +7,7 @@ from reference.train._internal.storage.checkpoint_manager import (
 )
 from reference.train._internal.storage.persist import (
     delete_checkpoint_dir,
+    persist_as_checkpoint,
     persist_checkpoint,
     remove_temporaries,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "StorageContext",
     "delete_checkpoint_dir",
     "flatten_metrics",
+    "persist_as_checkpoint",
     "persist_checkpoint",
     "read_result_state",
     "read_snapshot",

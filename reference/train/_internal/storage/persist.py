@@ -43,12 +43,14 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs as pafs
 
 from reference.train._internal.storage import fs_utils
-from reference.train._internal.storage.storage_context import StorageContext
+
+if TYPE_CHECKING:  # persist works on a StorageContext; storage_context never imports persist
+    from reference.train._internal.storage.storage_context import StorageContext
 
 logger = logging.getLogger(__name__)
 
@@ -157,6 +159,17 @@ def _commit_local(temp: str, final: str) -> None:
         shutil.rmtree(temp)
     else:
         os.replace(temp, final)  # replaces an empty folder too
+
+
+def persist_as_checkpoint(storage: StorageContext, sources: Any, checkpoint_dir_name: str,
+                          *, mode: str = "copy"):
+    """`persist_checkpoint`, returned as a `Checkpoint` on the run's filesystem."""
+    from reference.train._checkpoint import Checkpoint
+
+    if storage.read_only:
+        raise RuntimeError(f"{storage!r} is read-only; it cannot persist checkpoints.")
+    fs_path = persist_checkpoint(storage, sources, checkpoint_dir_name, mode=mode)
+    return Checkpoint(fs_path, filesystem=storage.storage_filesystem)
 
 
 def persist_checkpoint(

@@ -189,16 +189,6 @@ class StorageContext:
                 "every node ('/mnt/nfs/...')."
             )
 
-    def persist_current_checkpoint(self, sources: Any, checkpoint_dir_name: str, mode="copy"):
-        """Persist `sources` as `<run>/<checkpoint_dir_name>`; returns a Checkpoint there."""
-        from reference.train._checkpoint import Checkpoint
-        from reference.train._internal.storage.persist import persist_checkpoint
-
-        if self.read_only:
-            raise RuntimeError(f"{self!r} is read-only; it cannot persist checkpoints.")
-        fs_path = persist_checkpoint(self, sources, checkpoint_dir_name, mode=mode)
-        return Checkpoint(fs_path, filesystem=self.storage_filesystem)
-
     def _create_marker(self) -> None:
         fs = self.storage_filesystem
         try:

@@ -42,16 +42,54 @@ def test_stale_subhost_bounds_are_removed():
     assert after == {"TPU_VISIBLE_CHIPS": "0,1,2,3"}
 
 
-def test_slices():
-    assert tpu.slice_chips("4x4") == 16
-    assert tpu.chips_per_host("2x4", "TPU-V6E") == 8  # single-host v6e topology
-    assert tpu.chips_per_host("4x4", "TPU-V6E") == 4
-    assert tpu.workers_per_slice("4x4", "TPU-V6E") == 4
-    assert tpu.workers_per_slice("2x2x2", "TPU-V4", {"TPU": 1}) == 8
-    assert tpu.cores_per_chip("v6e") == 1 and tpu.cores_per_chip("v4") == 2
-    assert tpu.multislice_env("10.0.0.1:8081", 2, 1) == {
-        "MEGASCALE_COORDINATOR_ADDRESS": "10.0.0.1:8081", "MEGASCALE_PORT": "8081",
-        "MEGASCALE_NUM_SLICES": "2", "MEGASCALE_SLICE_ID": "1"}
+# Values observed from ray.util.tpu.get_tpu_worker_resources in Ray 2.60.
+@pytest.mark.parametrize("topology, accelerator_type, resources, workers, per_worker", [
+    ("4x4", "TPU-V6E", None, 4, {"CPU": 1, "TPU": 4}),
+    ("2x4", "TPU-V6E", None, 1, {"CPU": 1, "TPU": 8}),  # single-host v6e: one host, 8 chips
+    ("2x2", "TPU-V5LITEPOD", None, 1, {"CPU": 1, "TPU": 4}),
+    ("1x1", "TPU-V6E", None, 1, {"CPU": 1, "TPU": 1}),
+    ("2x4", "TPU-V4", None, 2, {"CPU": 1, "TPU": 4}),
+    ("2x2x2", "TPU-V4", None, 2, {"CPU": 1, "TPU": 4}),
+    ("2x2x2", "TPU-V4", {"TPU": 1}, 8, {"TPU": 1, "CPU": 1}),
+    ("4x4x4", "TPU-V5P", {"CPU": 8}, 16, {"CPU": 8, "TPU": 4}),
+    ("4x4", "TPU-V6E", {"TPU": 2}, 8, {"TPU": 2, "CPU": 1}),
+    ("0x4", "TPU-V4", None, 0, {"CPU": 1, "TPU": 4}),
+    (" 2X4 ", "TPU-V4", None, 2, {"CPU": 1, "TPU": 4}),
+    # Spellings of the generation: 'TPU-' prefix, 'TPU<n>', bare, any case.
+    ("4x4", "tpu-v5p", None, 4, {"CPU": 1, "TPU": 4}),
+    ("4x4", "TPU4", None, 4, {"CPU": 1, "TPU": 4}),
+    ("2x2", "v6e", None, 1, {"CPU": 1, "TPU": 4}),
+    ("4x4", "TPU-V2", None, 4, {"CPU": 1, "TPU": 4}),
+    ("4x4", "TPU-V3", None, 4, {"CPU": 1, "TPU": 4}),
+    ("2x2x1", "v7x", None, 1, {"CPU": 1, "TPU": 4}),
+])
+def test_slice_workers(topology, accelerator_type, resources, workers, per_worker):
+    assert tpu.slice_workers(topology, accelerator_type, resources) == (workers, per_worker)
+
+
+def test_slice_workers_leaves_the_callers_resources_alone():
+    resources = {"TPU": 2}
+    tpu.slice_workers("4x4", "TPU-V6E", resources)
+    assert resources == {"TPU": 2}
+
+
+@pytest.mark.parametrize("accelerator_type", ["A100", "TPU-V8", "", "tpuv4", "V6E-8"])
+def test_slice_workers_rejects_other_accelerator_types(accelerator_type):
+    with pytest.raises(ValueError, match="not a TPU type"):
+        tpu.slice_workers("4x4", accelerator_type)
+
+
+@pytest.mark.parametrize("topology", ["4y4", "axb", "4x", "x4", "2x2x", "four", ""])
+def test_slice_workers_rejects_unparsable_topologies(topology):
+    with pytest.raises(ValueError):
+        tpu.slice_workers(topology, "TPU-V4")
+
+
+@pytest.mark.parametrize("topology, resources", [("4x4", {"TPU": 3}), ("2x2", {"TPU": -1}),
+                                                 ("2x2", {"TPU": 0})])
+def test_slice_workers_rejects_uneven_or_non_positive_tpus(topology, resources):
+    with pytest.raises(ValueError, match="TPU="):
+        tpu.slice_workers(topology, "TPU-V4", resources)
 
 
 # ------------------------------------------------------------------------- against Ray
@@ -91,39 +129,22 @@ def test_visible_env_same_as_ray(node, data, chip_bounds, host_bounds, visible):
     assert ours == theirs, f"ids={ids} node={node} before={before}"
 
 
-_TYPES = st.sampled_from(["v2", "v3", "v4", "v5p", "v5litepod", "v6e", "v7x", "TPU-V6E",
-                          "tpu7x", "V5P", "v9"])
-_TOPOLOGIES = st.sampled_from(["1x1", "2x2", "2x4", "2x8", "4x4", "4x8", "8x8", "16x16",
-                               "2x2x1", "2x2x2", "2x4x4", "4x4x4", "4x4x8", "8x8x16",
-                               "12x12x16", "16x16x24", "4x4x12", "3x3"])
-
-
-@settings(max_examples=200, deadline=None)
-@given(_TYPES, _TOPOLOGIES)
-def test_topology_validity_same_as_ray(accelerator_type, topology):
-    theirs = ray_tpu.TPUAcceleratorManager.is_valid_tpu_accelerator_topology(
-        accelerator_type, topology)
-    assert tpu.is_valid_topology(accelerator_type, topology) == theirs
-
-
-@pytest.mark.parametrize("name", ["v4-32", "v5litepod-16", "tpu7x-16", "v6e", "TPU-V6E-8",
-                                  "v4-", "a100-8"])
-def test_pod_type_same_as_ray(name):
-    assert tpu.is_valid_pod_type(name) == \
-        ray_tpu.TPUAcceleratorManager.is_valid_tpu_accelerator_type(name)
-
-
 @settings(max_examples=100, deadline=None)
-@given(st.sampled_from(["TPU-V4", "TPU-V5P", "TPU-V6E", "TPU-V5LITEPOD", "TPU-V7X"]),
-       st.sampled_from(["2x2", "2x4", "4x4", "4x8", "2x2x1", "2x2x2", "2x4x4", "4x4x4"]),
-       st.sampled_from([None, {"TPU": 1}, {"TPU": 2}, {"TPU": 4}, {"TPU": 8, "CPU": 2}]))
-def test_workers_per_slice_same_as_ray(accelerator_type, topology, resources):
+@given(st.sampled_from(["TPU-V4", "TPU-V5P", "TPU-V6E", "TPU-V5LITEPOD", "TPU-V7X", "TPU4",
+                        "v6e", "A100"]),
+       st.sampled_from(["1x1", "2x2", "2x4", "4x4", "4x8", "2x2x1", "2x2x2", "2x4x4",
+                        "4x4x4", "4y4"]),
+       st.sampled_from([None, {"TPU": 1}, {"TPU": 2}, {"TPU": 3}, {"TPU": 4},
+                        {"TPU": 8, "CPU": 2}, {"CPU": 4}]))
+def test_slice_workers_same_as_ray(accelerator_type, topology, resources):
     from ray.util.tpu import get_tpu_worker_resources
 
     try:
-        theirs = get_tpu_worker_resources(topology, accelerator_type, resources)[0]
+        # One TPU resource per chip: the reference has no RAY_TPU_RESOURCE_PER_CHIP.
+        theirs = get_tpu_worker_resources(topology, accelerator_type, resources,
+                                          tpu_resource_per_chip=1)
     except ValueError:
         with pytest.raises(ValueError):
-            tpu.workers_per_slice(topology, accelerator_type, resources)
+            tpu.slice_workers(topology, accelerator_type, resources)
         return
-    assert tpu.workers_per_slice(topology, accelerator_type, resources) == theirs
+    assert tpu.slice_workers(topology, accelerator_type, resources) == theirs

@@ -11,6 +11,8 @@ import time
 
 import pytest
 
+from simcluster import procfs
+
 DRIVER = textwrap.dedent('''
     import os, sys, time
     import reference.train as t
@@ -44,11 +46,7 @@ DRIVER = textwrap.dedent('''
 
 
 def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
+    return procfs.state(pid) not in (None, "Z", "X")
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ from reference.train._internal.storage import (
     CheckpointManager,
     StorageContext,
     flatten_metrics,
+    persist_as_checkpoint,
     persist_checkpoint,
 )
 
@@ -298,7 +299,7 @@ def test_checkpoint_objects_with_persisted_folders(tmp_path):
         src = tmp_path / f"src{i}"
         src.mkdir()
         (src / "w").write_text(str(i))
-        checkpoint = storage.persist_current_checkpoint(str(src), f"c{i}")
+        checkpoint = persist_as_checkpoint(storage, str(src), f"c{i}")
         assert isinstance(checkpoint, Checkpoint)
         manager.register_checkpoint(checkpoint, {"s": s})
     assert manager.latest_checkpoint is checkpoint
