@@ -2,8 +2,9 @@
 
 The variables are the ones the real stacks read: CUDA_VISIBLE_DEVICES (CUDA),
 HIP_VISIBLE_DEVICES (ROCm: what Ray sets for AMD GPUs), and for TPU hosts
-TPU_VISIBLE_CHIPS with the chip and host bounds a single-host slice of that many chips has.
-A worker on an accelerator node that holds no device sees an empty list, as in Ray.
+TPU_VISIBLE_CHIPS, plus the chip and host bounds when a worker holds one or two chips.
+A worker holding every chip of a TPU node gets none of the three: the runtime then uses the
+whole host. A worker on an accelerator node that holds no device sees an empty list.
 """
 
 from __future__ import annotations
@@ -14,12 +15,9 @@ from .._spec import NodeSpec
 
 VISIBLE_DEVICES_VAR = {"CUDA": "CUDA_VISIBLE_DEVICES", "ROCm": "HIP_VISIBLE_DEVICES",
                        "TPU": "TPU_VISIBLE_CHIPS"}
-# Chips per host -> TPU_CHIPS_PER_HOST_BOUNDS (x,y,z) of a single host with that many chips.
-_TPU_BOUNDS = {1: "1,1,1", 2: "1,2,1", 4: "2,2,1", 8: "2,4,1"}
-
-
-def tpu_chip_bounds(chips: int) -> str:
-    return _TPU_BOUNDS.get(chips, f"1,{chips},1")
+# TPU_CHIPS_PER_HOST_BOUNDS of the sub-host allocations that get bounds at all.
+TPU_SUBHOST_CHIP_BOUNDS = {1: "1,1,1", 2: "1,2,1"}
+TPU_SINGLE_HOST_BOUNDS = "1,1,1"
 
 
 def visible_devices_env(spec: NodeSpec, device_ids: Sequence[int]) -> dict[str, str]:
@@ -27,8 +25,17 @@ def visible_devices_env(spec: NodeSpec, device_ids: Sequence[int]) -> dict[str, 
     var = VISIBLE_DEVICES_VAR.get(spec.accelerator or "")
     if var is None:
         return {}
-    env = {var: ",".join(str(i) for i in sorted(set(device_ids)))}
-    if spec.accelerator == "TPU" and device_ids:
-        env["TPU_CHIPS_PER_HOST_BOUNDS"] = tpu_chip_bounds(len(set(device_ids)))
-        env["TPU_HOST_BOUNDS"] = "1,1,1"
+    chips = sorted(set(device_ids))
+    if spec.accelerator != "TPU" or not chips:
+        return {var: ",".join(str(i) for i in chips)}
+    # What Ray's `TPUAcceleratorManager.set_current_process_visible_accelerator_ids`
+    # (ray/_private/accelerators/tpu.py) writes into a fresh worker process: nothing for
+    # the whole node, bounds only for 1 or 2 chips. The reference's TPU manager keeps the
+    # same rule, with the clean-up of bounds an earlier allocation left behind.
+    if len(device_ids) == spec.tpus:
+        return {}
+    env = {var: ",".join(str(i) for i in chips)}
+    if len(chips) in TPU_SUBHOST_CHIP_BOUNDS:
+        env["TPU_CHIPS_PER_HOST_BOUNDS"] = TPU_SUBHOST_CHIP_BOUNDS[len(chips)]
+        env["TPU_HOST_BOUNDS"] = TPU_SINGLE_HOST_BOUNDS
     return env

@@ -10,7 +10,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import gone, wait_until
+from simcluster_waits import gone, wait_until
 
 from simcluster import NodeSpec
 

@@ -9,7 +9,7 @@ import threading
 import time
 
 import pytest
-from conftest import gone, wait_until
+from simcluster_waits import gone, wait_until
 
 from simcluster import (
     Cluster,

@@ -91,11 +91,15 @@ def test_environment_on_cuda_rocm_and_tpu_nodes(shared_cluster):
         got = c.start_worker(None, env, bundle=on_rocm[0]).wait(10).result
         assert got["HIP_VISIBLE_DEVICES"] == str(on_rocm.gpu_ids[0][0])
         assert "CUDA_VISIBLE_DEVICES" not in got
-    with c.place([{"TPU": 4}]) as p:
+    with c.place([{"TPU": 2}]) as p:
+        assert p.node_ids == [tpu] and len(p.tpu_ids[0]) == 2
+        got = c.start_worker(None, env, bundle=p[0]).wait(10).result
+        assert got["TPU_VISIBLE_CHIPS"] == ",".join(str(i) for i in sorted(p.tpu_ids[0]))
+        assert got["TPU_CHIPS_PER_HOST_BOUNDS"] == "1,2,1" and got["TPU_HOST_BOUNDS"] == "1,1,1"
+    with c.place([{"TPU": 4}]) as p:  # the whole host: no TPU variables, as in Ray
         assert p.node_ids == [tpu] and p.tpu_ids == [[0, 1, 2, 3]]
         got = c.start_worker(None, env, bundle=p[0]).wait(10).result
-        assert got["TPU_VISIBLE_CHIPS"] == "0,1,2,3"
-        assert got["TPU_CHIPS_PER_HOST_BOUNDS"] == "2,2,1" and got["TPU_HOST_BOUNDS"] == "1,1,1"
+        assert not {"TPU_VISIBLE_CHIPS", "TPU_CHIPS_PER_HOST_BOUNDS", "TPU_HOST_BOUNDS"} & set(got)
     # No bundle on an accelerator node: no devices. The node's own env is there.
     got = c.start_worker(cuda, env).wait(10).result
     assert got["CUDA_VISIBLE_DEVICES"] == "" and got["NODE_FLAVOUR"] == "cuda"

@@ -6,7 +6,7 @@ import os
 import time
 
 import pytest
-from conftest import wait_until
+from simcluster_waits import wait_until
 
 import simcluster
 from simcluster import AuthenticationError, NodeSpec, worker

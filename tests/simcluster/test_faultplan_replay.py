@@ -6,8 +6,8 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from conftest import wait_until
 from hypothesis import HealthCheck, given, settings
+from simcluster_waits import wait_until
 from test_faultplan_actions import acking, chatty
 
 from simcluster import Cluster, FaultPlan, NodeSpec, SimclusterError, Trigger, action
