@@ -26,7 +26,7 @@ from _matrix_faults import FaultKind
 from _matrix_table import CellResult, verdict_of
 from _matrix_torch import DDPTrainer
 
-from conformance import expect, history
+from conformance import assertions, journal_checks
 from conformance.adapters.base import Outcome, Unsupported
 from conformance.checks.check_context import needs
 from conformance.scenarios import Run, new_script, run, verify_history, workspace
@@ -103,7 +103,7 @@ def _fit(cell: Cell, view, script, *, note: str, action: Callable[[Cell], None] 
     r.outcome = cell.last_outcome = fit.wait()
     if r.outcome.hang:
         r.outcome.stacks = (r.outcome.stacks + "\n" + r.journal.stacks()).strip()
-        expect.succeeded(r.outcome, r.setting)
+        assertions.succeeded(r.outcome, r.setting)
     if action_error is not None:
         raise action_error
     verify_history(view, r)
@@ -129,21 +129,21 @@ def _first_run(cell: Cell, view) -> None:
 def _resume_by_name(cell: Cell) -> None:
     first = cell.run
     events = first.events()
-    last = max(history.attempts(events))
+    last = max(journal_checks.attempts(events))
     latest = max(e["step"] for e in events if e["ev"] == "reported" and e["attempt"] == last)
     script = new_script(cell.impl, cell.folder, journal="second", steps=latest + 3)
     r = _fit(cell, cell.impl, script, num_workers=2, name=first.name, storage=first.storage,
              note=f"second fit() of name={first.name!r} after {cell.fault.name}")
     setting = r.setting
-    result = expect.succeeded(r.outcome, setting)
+    result = assertions.succeeded(r.outcome, setting)
     rank0 = [s for s in r.events("start") if s["rank"] == 0 and s["attempt"] == 0]
-    expect.equal(len(rank0), 1, "start events of rank 0 in the second fit's attempt 0",
-                 setting)
-    expect.equal((rank0[0]["restored"] or {}).get("step"), latest,
-                 "step of get_checkpoint() on rank 0 at the start of the second fit()",
-                 setting)
-    expect.equal((result.metrics or {}).get("step"), latest + 2,
-                 "result.metrics['step'] of the second fit()", setting)
+    assertions.equal(len(rank0), 1, "start events of rank 0 in the second fit's attempt 0",
+                     setting)
+    assertions.equal((rank0[0]["restored"] or {}).get("step"), latest,
+                     "step of get_checkpoint() on rank 0 at the start of the second fit()",
+                     setting)
+    assertions.equal((result.metrics or {}).get("step"), latest + 2,
+                     "result.metrics['step'] of the second fit()", setting)
 
 
 JOBS: dict[str, Job] = {j.name: j for j in [

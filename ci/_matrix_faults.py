@@ -25,7 +25,7 @@ import dataclasses
 import time
 from typing import Any, Callable
 
-from conformance import expect, history
+from conformance import assertions, journal_checks
 from conformance.adapters.base import NodeSpec, Unsupported
 from conformance.probe import Fault
 from conformance.scenarios import wait_for
@@ -69,7 +69,7 @@ def await_acknowledged(cell, count: int = 2) -> None:
     the latest of them at least `SETTLE_S` ago."""
     def ready():
         events = cell.run.events()
-        acked = history.acknowledged_steps(events, 0)
+        acked = journal_checks.acknowledged_steps(events, 0)
         if _ended(events):
             return True
         if len(acked) < count:
@@ -80,7 +80,7 @@ def await_acknowledged(cell, count: int = 2) -> None:
 
     wait_for(ready, timeout_s=cell.deadline_s, interval_s=0.05)
     events = cell.run.events()
-    acked = history.acknowledged_steps(events, 0)
+    acked = journal_checks.acknowledged_steps(events, 0)
     if len(acked) < count or _ended(events):
         state = "the run ended" if _ended(events) else f"{cell.deadline_s:.0f} s passed"
         raise AssertionError(f"{cell.fault.name} never fired: {state} with steps {acked} of "
@@ -152,75 +152,76 @@ def _add_node(cell) -> None:
 
 # ------------------------------------------------------------------ expectations
 def _sizes(events: list[dict]) -> list[int]:
-    return [starts[0]["world_size"] for starts in history.attempts(events).values()]
+    return [starts[0]["world_size"] for starts in journal_checks.attempts(events).values()]
 
 
 def _ran_to_the_end(cell, result) -> None:
-    expect.equal((result.metrics or {}).get("step"), cell.fault.steps - 1,
-                 "result.metrics['step']", cell.setting)
+    assertions.equal((result.metrics or {}).get("step"), cell.fault.steps - 1,
+                     "result.metrics['step']", cell.setting)
 
 
 def _expect_one_restart(cell) -> None:
     r, setting = cell.run, cell.setting
-    result = expect.succeeded(r.outcome, setting)
+    result = assertions.succeeded(r.outcome, setting)
     events = r.events()
-    expect.equal(len(r.events("fault")), 1, "faults that fired", setting)
-    expect.equal(len(history.attempts(events)), 2, "attempts started", setting)
-    expect.verdict(history.ranks_complete(events), setting)
-    expect.verdict(history.restores_latest(events), setting)
+    assertions.equal(len(r.events("fault")), 1, "faults that fired", setting)
+    assertions.equal(len(journal_checks.attempts(events)), 2, "attempts started", setting)
+    assertions.verdict(journal_checks.ranks_complete(events), setting)
+    assertions.verdict(journal_checks.restores_latest(events), setting)
     _ran_to_the_end(cell, result)
 
 
 def _expect_moved_off_lost_node(cell) -> None:
     r, setting = cell.run, cell.setting
-    result = expect.succeeded(r.outcome, setting)
+    result = assertions.succeeded(r.outcome, setting)
     events = r.events()
-    groups = history.attempts(events)
-    expect.equal(len(groups), 2, "attempts started (one restart after the node loss)", setting)
+    groups = journal_checks.attempts(events)
+    assertions.equal(len(groups), 2, "attempts started (one restart after the node loss)", setting)
     last = groups[max(groups)]
-    expect.equal(sorted(s["rank"] for s in last), [0, 1], "ranks of the restarted group",
-                 setting)
+    assertions.equal(sorted(s["rank"] for s in last), [0, 1], "ranks of the restarted group",
+                     setting)
     nodes = sorted({s["node_id"] for s in last})
-    expect.equal(cell.facts["killed"] in nodes, False,
-                 f"the killed node {cell.facts['killed']!r} among the nodes of the restarted "
-                 f"group {nodes}", setting)
-    expect.verdict(history.restores_latest(events), setting)
+    assertions.equal(cell.facts["killed"] in nodes, False,
+                     f"the killed node {cell.facts['killed']!r} among the nodes of the restarted "
+                     f"group {nodes}", setting)
+    assertions.verdict(journal_checks.restores_latest(events), setting)
     _ran_to_the_end(cell, result)
 
 
 def _expect_no_failure(cell) -> None:
     r, setting = cell.run, cell.setting
-    result = expect.succeeded(r.outcome, setting)
+    result = assertions.succeeded(r.outcome, setting)
     events = r.events()
-    expect.equal(len(history.attempts(events)), 1,
-                 f"attempts started (node {cell.facts['paused']!r} paused {PAUSE_S} s)", setting)
+    assertions.equal(len(journal_checks.attempts(events)), 1,
+                     f"attempts started (node {cell.facts['paused']!r} paused {PAUSE_S} s)",
+                     setting)
     later = [e for e in events if e["ev"] == "reported" and e["t"] > cell.facts["resumed_at"]]
-    expect.equal(bool(later), True, "reports returned after the node resumed", setting)
+    assertions.equal(bool(later), True, "reports returned after the node resumed", setting)
     _ran_to_the_end(cell, result)
 
 
 def _expect_grown(cell) -> None:
     r, setting = cell.run, cell.setting
-    expect.succeeded(r.outcome, setting + " (max_failures=0: a resize is not a failure)")
+    assertions.succeeded(r.outcome, setting + " (max_failures=0: a resize is not a failure)")
     events = r.events()
-    expect.equal(cell.facts["sizes_before"], [2], "world sizes before the node was added",
-                 setting)
-    expect.equal(_sizes(events)[-1], 4, "world size of the last attempt", setting)
-    expect.verdict(history.world_size_within(events, 1, 4), setting)
-    expect.verdict(history.ranks_complete(events), setting)
-    expect.verdict(history.restores_latest(events), setting)
+    assertions.equal(cell.facts["sizes_before"], [2], "world sizes before the node was added",
+                     setting)
+    assertions.equal(_sizes(events)[-1], 4, "world size of the last attempt", setting)
+    assertions.verdict(journal_checks.world_size_within(events, 1, 4), setting)
+    assertions.verdict(journal_checks.ranks_complete(events), setting)
+    assertions.verdict(journal_checks.restores_latest(events), setting)
 
 
 def _expect_shrunk(cell) -> None:
     r, setting = cell.run, cell.setting
-    result = expect.succeeded(r.outcome, setting)
+    result = assertions.succeeded(r.outcome, setting)
     events = r.events()
     sizes = _sizes(events)
-    expect.equal((sizes[0], sizes[-1]), (4, 2),
-                 "world sizes of the first and the last attempt", setting)
-    expect.verdict(history.world_size_within(events, 1, 4), setting)
-    expect.verdict(history.ranks_complete(events), setting)
-    expect.verdict(history.restores_latest(events), setting)
+    assertions.equal((sizes[0], sizes[-1]), (4, 2),
+                     "world sizes of the first and the last attempt", setting)
+    assertions.verdict(journal_checks.world_size_within(events, 1, 4), setting)
+    assertions.verdict(journal_checks.ranks_complete(events), setting)
+    assertions.verdict(journal_checks.restores_latest(events), setting)
     _ran_to_the_end(cell, result)
 
 

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 
 from conformance.adapters.base import Unsupported
-from conformance.expect import HangVerdict
+from conformance.assertions import HangVerdict
 
 VERDICTS = ("pass", "fail", "hang", "unsupported")
 FAILING = frozenset({"fail", "hang"})

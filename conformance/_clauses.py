@@ -1,6 +1,29 @@
-"""The clauses of the Ray Train contract, as Ray 2.60 behaves (see `catalogue.py`)."""
+"""The clauses of the Ray Train contract, as Ray 2.60 behaves (see `catalogue.py`), and the
+record a clause is."""
 
-from conformance.catalogue import Clause as C
+import dataclasses
+from typing import Literal
+
+Level = Literal["MUST", "SHOULD"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Clause:
+    id: str
+    level: Level
+    title: str
+    text: str
+    source: str
+    example: str = ""
+    why: str = ""
+    ray_note: str = ""
+
+    @property
+    def area(self) -> str:
+        return self.id.split(".", 1)[0]
+
+
+C = Clause
 
 CFG = "python/ray/train/v2/api/config.py"
 AIR = "python/ray/air/config.py"

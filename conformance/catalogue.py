@@ -7,26 +7,9 @@ no clause. `docs/spec/` is generated from this catalogue (`python -m conformance
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Callable, Literal
+from typing import Callable
 
-Level = Literal["MUST", "SHOULD"]
-
-
-@dataclasses.dataclass(frozen=True)
-class Clause:
-    id: str
-    level: Level
-    title: str
-    text: str
-    source: str
-    example: str = ""
-    why: str = ""
-    ray_note: str = ""
-
-    @property
-    def area(self) -> str:
-        return self.id.split(".", 1)[0]
+from conformance._clauses import ALL, Clause
 
 
 def clause(*ids: str) -> Callable:
@@ -52,8 +35,6 @@ def clauses_of(fn: Callable) -> tuple[str, ...]:
 
 
 def _load() -> dict[str, Clause]:
-    from conformance._clauses import ALL
-
     table: dict[str, Clause] = {}
     for c in ALL:
         if c.id in table:

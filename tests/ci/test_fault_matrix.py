@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conformance.adapters.base import Unsupported
-from conformance.expect import HangVerdict
+from conformance.assertions import HangVerdict
 
 CI = Path(__file__).resolve().parents[2] / "ci"
 

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conformance.strategies import read_tree, write_tree
 from reference.train import Checkpoint
 from reference.train import _checkpoint as impl
 
@@ -26,28 +27,6 @@ _TREES = st.recursive(
     max_leaves=8,
 ).filter(lambda t: isinstance(t, dict))
 _SCRATCH = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-
-
-def write_tree(root: str, tree: dict) -> None:
-    for name, node in tree.items():
-        path = os.path.join(root, name)
-        if isinstance(node, dict):
-            os.mkdir(path)
-            write_tree(path, node)
-        else:
-            with open(path, "wb") as f:
-                f.write(node)
-
-
-def read_tree(root: str) -> dict:
-    tree = {}
-    for entry in os.scandir(root):
-        if entry.is_dir():
-            tree[entry.name] = read_tree(entry.path)
-        else:
-            with open(entry.path, "rb") as f:
-                tree[entry.name] = f.read()
-    return tree
 
 
 @pytest.fixture

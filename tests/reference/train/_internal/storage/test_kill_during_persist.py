@@ -87,7 +87,7 @@ def run_child(ctx, root, scratch, config, scores, mode, kill):
         if ended != "killed":
             child.join(DEADLINE_S)  # it is exiting by itself
         if child.is_alive():
-            os.kill(child.pid, signal.SIGKILL)
+            child.kill()  # SIGKILL; a child that exits meanwhile is no error
         child.join(DEADLINE_S)
         receiver.close()
     assert child.exitcode is not None, "child not reaped"
