@@ -40,6 +40,7 @@ STORAGE = "python/ray/train/v2/_internal/execution/storage.py"
 DOC_FT = "https://docs.ray.io/en/latest/train/user-guides/fault-tolerance.html"
 TORCH_CFG = "python/ray/train/torch/config.py"
 TORCH_UTILS = "python/ray/train/v2/torch/train_loop_utils.py"
+WORKER_CTX = "python/ray/train/v2/_internal/execution/context.py"
 
 ALL = [
     # ---------------------------------------------------------------- ScalingConfig
@@ -99,6 +100,15 @@ ALL = [
       "ScalingConfig(placement_strategy='BOGUS')  # accepted",
       ray_note="Ray's docstring lists the four strategies but does not reject others until "
       "a placement group is created."),
+    C("scaling.resource-amounts", "SHOULD", "resources_per_worker amounts are numbers",
+      "A resources_per_worker amount that is not a number (a numeric string included) raises "
+      "ValueError at construction, naming resources_per_worker and the amount.", CFG,
+      "ScalingConfig(resources_per_worker={'CPU': '1'})  # ValueError: values must be numbers",
+      "A run that can never be placed should fail where it is written, not after the "
+      "cluster was asked for it.",
+      ray_note="Ray 2.60 accepts {'CPU': '1'} at construction (total_resources then raises "
+      "TypeError) and fit() raises ControllerError: 'Bundles must be a non-empty list of "
+      "resource dictionaries'. Such a run never trains on Ray either."),
     # ---------------------------------------------------------------- other configs
     C("run-config.defaults", "MUST", "RunConfig defaults",
       "RunConfig() fills name with 'ray_train_run-%Y-%m-%d_%H-%M-%S', storage_path with "
@@ -193,6 +203,45 @@ ALL = [
     C("report.get-checkpoint", "MUST", "get_checkpoint sees the last persisted checkpoint",
       "get_checkpoint() is None in a fresh run and, after a report with a checkpoint returns, "
       "is the persisted checkpoint on the reporting rank.", FN),
+    C("report.all-reported-checkpoints", "MUST", "get_all_reported_checkpoints lists what the run holds",
+      "get_all_reported_checkpoints(consistency_mode=CheckpointConsistencyMode.VALIDATED, "
+      "timeout_s=None), called in a training function, returns on every rank a list of "
+      "ReportedCheckpoint(checkpoint, metrics, status) (ReportedCheckpoint and "
+      "ReportedCheckpointStatus are public names) for the checkpoints the run retains, "
+      "worst to best (report order without a score attribute): [] before any checkpoint is "
+      "registered; a report's checkpoint is listed as soon as that report() has returned, on "
+      "ranks that passed no checkpoint too; metrics are rank 0's metrics of that report; "
+      "without validation the status is ReportedCheckpointStatus.COMMITTED.", FN,
+      "num_to_keep=2, checkpoints at steps 0, 2, 3: after step 3 every rank lists "
+      "[ckpt-0002, ckpt-0003]",
+      "Code that hands what it reported to an experiment tracker reads this list; an empty "
+      "list drops that work silently."),
+    C("report.no-upload", "MUST", "NO_UPLOAD registers a checkpoint where it is",
+      "report(metrics, checkpoint=c, checkpoint_upload_mode=CheckpointUploadMode.NO_UPLOAD) "
+      "with c a folder inside the run folder registers that folder in place (nothing is "
+      "copied; checkpoint_dir_name is not used), and get_checkpoint() on the reporting rank "
+      "is then c itself, the very object passed to report().", WORKER_CTX,
+      "c = Checkpoint.from_directory(<run folder>/inplace-4); report(m, checkpoint=c, "
+      "checkpoint_upload_mode=NO_UPLOAD); get_checkpoint() is c"),
+    C("report.dir-name-length", "SHOULD", "An over-long checkpoint_dir_name fails on the reporting rank",
+      "A checkpoint_dir_name with a path component longer than the run folder's file system "
+      "allows (255 bytes on common local file systems) makes report() raise ValueError on "
+      "the reporting rank, naming checkpoint_dir_name and the limit, before anything is "
+      "written; fit() raises WorkerGroupError.", WORKER_CTX,
+      "report(m, checkpoint=c, checkpoint_dir_name='a' * 300)  # ValueError on rank 0",
+      ray_note="Ray 2.60 fails in the upload with OSError [Errno 36] File name too long "
+      "(fit() raises WorkerGroupError as well)."),
+    C("report.unstorable-metrics", "SHOULD", "Metrics the run cannot store fail before anything is staged",
+      "When rank 0 passes a checkpoint with metrics the run snapshot cannot store (an "
+      "arbitrary object, an array), its report() raises TypeError naming the key and the "
+      "value's type before any file is written; fit() raises WorkerGroupError and the run "
+      "folder holds nothing new.", CKMGR,
+      "report({'obj': object()}, checkpoint=c)  # TypeError naming 'obj' on rank 0",
+      "A failure found after the upload leaves a checkpoint folder nothing refers to.",
+      ray_note="Ray 2.60 uploads the checkpoint, then fails writing its snapshot in the "
+      "controller (ControllerError: 'Unable to serialize unknown type'), leaving the folder "
+      "unregistered. Its snapshot stores sets, tuples, datetimes and bytes (as JSON lists "
+      "and strings) and numpy.float64, but rejects numpy.int64, numpy.float32 and arrays."),
     # ---------------------------------------------------------------- Result
     C("result.fields", "MUST", "Result fields",
       "A successful fit returns Result with checkpoint = the latest registered checkpoint "
@@ -327,4 +376,150 @@ ALL = [
       "num_replicas = world size and rank = world rank that keeps the loader's shuffle "
       "setting; the ranks' batches are disjoint and together cover the dataset.",
       TORCH_UTILS),
+    # ---------------------------------------------------------------- lightning
+    C("lightning.names", "MUST", "ray.train.lightning names; the legacy trainer is gone",
+      "ray.train.lightning exports exactly prepare_trainer, RayDDPStrategy, RayFSDPStrategy, "
+      "RayDeepSpeedStrategy, RayLightningEnvironment and RayTrainReportCallback; "
+      "RayTrainReportCallback.CHECKPOINT_NAME is 'checkpoint.ckpt'. The LightningTrainer and "
+      "LightningConfigBuilder of older releases do not exist: importing them raises "
+      "ImportError (cannot import name ...), not a deprecation error.",
+      "python/ray/train/lightning/__init__.py",
+      "from ray.train.lightning import LightningTrainer  # ImportError",
+      "Code from older guides must fail at the import, where the fix is obvious: build a "
+      "Lightning Trainer inside a TorchTrainer training function."),
+    C("lightning.package", "MUST", "The integration binds to lightning.pytorch",
+      "With the `lightning` package importable, the strategies, the environment and the "
+      "callback subclass lightning.pytorch's DDPStrategy, FSDPStrategy, DeepSpeedStrategy, "
+      "LightningEnvironment and Callback (pytorch_lightning's only when `lightning` is "
+      "missing); with both installed, a pytorch_lightning.Trainer rejects RayDDPStrategy "
+      "with ValueError ('You selected an invalid strategy name ...').",
+      "python/ray/train/lightning/_lightning_utils.py:import_lightning",
+      "import lightning.pytorch as pl; pl.Trainer(strategy=RayDDPStrategy())",
+      "Mixing `pytorch_lightning` and `lightning.pytorch` imports is the usual cause of the "
+      "ValueError; users must import the package the integration binds to."),
+    C("lightning.prepare-trainer", "MUST", "prepare_trainer checks the strategy and the environment",
+      "prepare_trainer(trainer) returns the same trainer when its strategy is one of the Ray "
+      "strategies and its cluster environment is RayLightningEnvironment; another strategy "
+      "raises RuntimeError('Invalid strategy class: <class>. To use PyTorch Lightning with "
+      "Ray, the strategy object should be one of [...] class or its subclass.'), another "
+      "environment (Lightning's default when the plugin is missing) RuntimeError('Invalid "
+      "cluster environment plugin. The expected class is`ray.train.lightning."
+      "RayLightningEnvironment` but got <class>!').",
+      "python/ray/train/lightning/_lightning_utils.py:prepare_trainer",
+      "prepare_trainer(pl.Trainer(strategy='ddp'))  # RuntimeError",
+      ray_note="The missing space before the backtick is in Ray's message."),
+    C("lightning.ranks", "MUST", "Lightning sees the train context's ranks and device",
+      "Inside a TorchTrainer worker, a Lightning Trainer built with RayDDPStrategy and "
+      "RayLightningEnvironment has world_size, global_rank, local_rank and node_rank equal to "
+      "the train context's; RayLightningEnvironment returns the same; the strategy's "
+      "root_device is ray.train.torch.get_device(), its distributed_sampler_kwargs "
+      "{'num_replicas': world size, 'rank': world rank}, and Lightning's training loader "
+      "gets a DistributedSampler.",
+      "python/ray/train/lightning/_lightning_utils.py:RayLightningEnvironment",
+      "trainer.global_rank == ray.train.get_context().get_world_rank()"),
+    C("lightning.report", "MUST", "RayTrainReportCallback reports once per epoch from every rank",
+      "RayTrainReportCallback() reports in on_train_epoch_end, on every rank, once per "
+      "training epoch: the metrics are trainer.callback_metrics as Python numbers plus "
+      "'epoch' (current_epoch) and 'step' (global_step), set last; validation metrics are "
+      "included; the report passes checkpoint_upload_mode=SYNC (the default None) and "
+      "validation=False. Each report registers a checkpoint, so Result.best_checkpoints holds "
+      "one per epoch.",
+      "python/ray/train/lightning/_lightning_utils.py:RayTrainReportCallback.on_train_epoch_end",
+      "2 epochs -> result.metrics == {'loss': ..., 'val_loss': ..., 'epoch': 1, 'step': 8}",
+      "Tuning and fault tolerance read these metrics; a report from only some ranks would "
+      "hang the round."),
+    C("lightning.checkpoint", "MUST", "The Lightning checkpoint is checkpoint.ckpt",
+      "Each epoch's checkpoint folder holds exactly checkpoint.ckpt, written by "
+      "trainer.save_checkpoint on global rank 0 (the other ranks report an empty folder); "
+      "LightningModule.load_from_checkpoint(<folder>/checkpoint.ckpt) restores the model "
+      "rank 0 had.",
+      "python/ray/train/lightning/_lightning_utils.py:RayTrainReportCallback",
+      "with result.checkpoint.as_directory() as d: "
+      "Model.load_from_checkpoint(f'{d}/checkpoint.ckpt')"),
+    C("lightning.ddp-equivalence", "MUST", "DDP through Lightning equals one process",
+      "W workers with per-rank batch b, under RayDDPStrategy, end with identical weights, "
+      "equal within float tolerance (1e-5 here) to one process training on global batches "
+      "of W*b in the order Lightning's DistributedSampler gives (shuffled with seed 0, "
+      "reseeded every epoch).", "python/ray/train/lightning/_lightning_utils.py:RayDDPStrategy",
+      why="A wrong rank or sampler silently trains a different model."),
+    C("lightning.local", "MUST", "Lightning in local mode",
+      "With num_workers=0 the same training function runs in the driver with world size 1 "
+      "and rank 0 as Lightning sees them; each epoch is reported; Result.metrics are the last "
+      "epoch's. Result.checkpoint is the object passed to the last report, whose folder the "
+      "callback has deleted: it no longer exists on disk.",
+      "python/ray/train/v2/_internal/execution/local_mode/torch.py",
+      ray_note="Ray 2.60 keeps no copy of a local-mode checkpoint, so the Lightning "
+      "checkpoint of a local run is gone once fit() returns."),
+    C("lightning.local-process-group", "MUST", "Local mode leaves no process group behind",
+      "In local mode Lightning's DDP strategy creates a one-process torch.distributed group "
+      "in the driver; when fit() returns, the TorchTrainer has destroyed it (Ray destroys "
+      "any initialized default group after the training function returned), so the next "
+      "local-mode fit in the same process starts without one.",
+      "python/ray/train/v2/_internal/execution/local_mode/torch.py:LocalTorchController.run",
+      why="A second local fit (a notebook cell run again) would otherwise inherit the group; "
+      "under the launcher variables Lightning leaves set, TorchTrainer's local mode then "
+      "refuses to start ('torch.distributed is already initialized')."),
+    C("lightning.resume", "MUST", "A killed worker resumes from the latest epoch checkpoint",
+      "When a worker dies mid-run (max_failures=1), the restarted attempt's get_checkpoint() "
+      "on every rank is the last epoch's checkpoint; passing its checkpoint.ckpt as "
+      "trainer.fit(ckpt_path=...) continues with the next epoch.", DOC_FT,
+      "rank 1 exits at the start of epoch 1 -> both ranks restart from epoch 0's checkpoint"),
+    # ---------------------------------------------------------------- transformers
+    C("transformers.names", "MUST", "Hugging Face names; the legacy trainers are gone",
+      "ray.train.huggingface.transformers exports exactly RayTrainReportCallback and "
+      "prepare_trainer; RayTrainReportCallback.CHECKPOINT_NAME is 'checkpoint' (there is no "
+      "module-level CHECKPOINT_NAME); ray.train.huggingface exports nothing. "
+      "TransformersTrainer and AccelerateTrainer do not exist: importing them from "
+      "ray.train.huggingface (or TransformersTrainer from its transformers module) raises "
+      "ImportError.", "python/ray/train/huggingface/transformers/__init__.py",
+      "from ray.train.huggingface import TransformersTrainer  # ImportError"),
+    C("transformers.ranks", "MUST", "transformers.Trainer runs in the TorchTrainer's process group",
+      "In a TorchTrainer worker on CPU, TrainingArguments(use_cpu=True) has world_size, "
+      "process_index and local_process_index equal to the train context's, parallel_mode "
+      "DISTRIBUTED and device cpu; each rank trains on its shard, so a run of E epochs over n "
+      "samples with per-device batch b takes E*n/(W*b) steps.",
+      "python/ray/train/huggingface/transformers/_transformers_utils.py",
+      ray_note="Without use_cpu=True on GPU-less workers Accelerate treats each rank as a "
+      "single process and every rank trains on the whole dataset."),
+    C("transformers.report", "MUST", "RayTrainReportCallback reports at every save from every rank",
+      "RayTrainReportCallback() reports in on_save, on every rank, once per checkpoint the "
+      "Trainer saves; the metrics are all entries of state.log_history merged in order (the "
+      "Trainer's own keys: loss, learning_rate, grad_norm, epoch, step, eval_* ...), and the "
+      "checkpoint is a copy of the newest checkpoint-N folder of args.output_dir (none when "
+      "the rank has no such folder).",
+      "python/ray/train/huggingface/transformers/_transformers_utils.py:RayTrainReportCallback",
+      "save_strategy='epoch', 2 epochs -> 2 reports per rank, result.metrics['epoch'] == 2"),
+    C("transformers.checkpoint", "MUST", "The Hugging Face checkpoint is under checkpoint/",
+      "A registered checkpoint holds one folder, 'checkpoint' (CHECKPOINT_NAME), with the "
+      "Hugging Face checkpoint files; from_pretrained on it loads the model.",
+      "python/ray/train/huggingface/transformers/_transformers_utils.py:RayTrainReportCallback",
+      "GPT2LMHeadModel.from_pretrained(f'{d}/checkpoint')"),
+    C("transformers.prepare-trainer", "MUST", "prepare_trainer changes the trainer's class",
+      "prepare_trainer(trainer) returns the same object, whose class is now "
+      "RayTransformersTrainer, a subclass of its former class.",
+      "python/ray/train/huggingface/transformers/_transformers_utils.py:prepare_trainer"),
+    C("transformers.local", "MUST", "transformers.Trainer in local mode",
+      "With num_workers=0 the training function runs in the driver as one process: the run "
+      "takes E*n/b steps, Result.metrics has step == that count, epoch == E and eval_loss; "
+      "Result.checkpoint is the object passed to the last report, whose temporary folder is "
+      "gone once on_save returned.",
+      "python/ray/train/v2/_internal/execution/local_mode/torch.py"),
+    # ---------------------------------------------------------------- accelerate
+    C("accelerate.world", "MUST", "Accelerate sees the TorchTrainer's world",
+      "In a TorchTrainer worker on CPU, accelerate.Accelerator(cpu=True) has num_processes, "
+      "process_index and local_process_index equal to the train context's world size, world "
+      "rank and local rank, device cpu and distributed type MULTI_CPU; a loader passed "
+      "through accelerator.prepare gives the ranks disjoint batches that together cover the "
+      "dataset, and the ranks' weights stay identical. A plain Accelerator() on a GPU-less "
+      "worker is a single process (DistributedType.NO).",
+      "https://docs.ray.io/en/latest/train/huggingface-accelerate.html",
+      "Accelerator(cpu=True).num_processes == ray.train.get_context().get_world_size()",
+      ray_note="Ray has no Accelerate-specific API: the TorchTrainer's environment "
+      "(RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT) and process group are what "
+      "Accelerate reads."),
+    C("accelerate.local", "MUST", "Accelerate in local mode",
+      "With num_workers=0, Accelerator(cpu=True) in the training function is one process "
+      "(num_processes 1, process_index 0, DistributedType.NO) and its prepared loader "
+      "yields the whole dataset.",
+      "python/ray/train/v2/_internal/execution/local_mode/torch.py"),
 ]

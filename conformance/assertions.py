@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import traceback
+from collections import defaultdict
 from typing import Any
 
 from hypothesis import currently_in_test_context, event
@@ -10,8 +12,75 @@ from hypothesis import currently_in_test_context, event
 from conformance.adapters.base import Outcome
 
 
+@dataclasses.dataclass(frozen=True)
+class UnreportedRound:
+    """A report round of a hung fit that some ranks entered and others never reached."""
+
+    attempt: int
+    round: int  # report index within the attempt
+    step: Any
+    missing: tuple  # world ranks with no report event for the round
+    waiting: tuple  # ranks inside report() for it (entered, never returned)
+
+    def __str__(self) -> str:
+        return (f"ranks {list(self.missing)} had not reported round {self.round} (step "
+                f"{self.step}) of attempt {self.attempt}, while ranks {list(self.waiting)} "
+                "waited in report()")
+
+
+def unreported_rounds(events: list[dict]) -> list[UnreportedRound]:
+    """The rounds of the journal's latest attempt that some ranks are waiting in while
+    other ranks of the attempt never entered them (the probe's `report` event is written
+    just before report(), `reported` just after)."""
+    starts = [e for e in events if e.get("ev") == "start"]
+    if not starts:
+        return []
+    attempt = max(e["attempt"] for e in starts)
+    world = max(e["world_size"] for e in starts if e["attempt"] == attempt)
+    entered: dict[int, list] = defaultdict(list)  # rank -> steps of its reports, in order
+    returned = set()
+    for e in events:
+        if e.get("attempt") != attempt:
+            continue
+        if e["ev"] == "report":
+            entered[e["rank"]].append(e["step"])
+        elif e["ev"] == "reported":
+            returned.add((e["rank"], e["step"]))
+    rounds = []
+    for index in range(max((len(v) for v in entered.values()), default=0)):
+        ranks = sorted(r for r, steps in entered.items() if len(steps) > index)
+        missing = tuple(sorted(set(range(world)) - set(ranks)))
+        waiting = tuple(r for r in ranks if (r, entered[r][index]) not in returned)
+        if missing and waiting:
+            rounds.append(UnreportedRound(attempt, index, entered[ranks[0]][index], missing,
+                                          waiting))
+    return rounds
+
+
 class HangVerdict(AssertionError):
-    """A fit() did not finish before its deadline: a verdict of its own, not a stuck run."""
+    """A fit() did not finish before its deadline: a verdict of its own, not a stuck run.
+
+    `unreported` lists the report rounds the probe's journal shows some ranks waiting in
+    while others never called report() for them (the usual cause of a hang)."""
+
+    def __init__(self, message: str, unreported: tuple = ()):
+        super().__init__(message)
+        self.unreported = tuple(unreported)
+
+    @classmethod
+    def of(cls, outcome: Outcome, expected: str, setting: str) -> HangVerdict:
+        unreported = ()
+        if outcome.journal_dir is not None:
+            from conformance.probe import Journal
+
+            try:
+                unreported = tuple(unreported_rounds(Journal(outcome.journal_dir).events()))
+            except Exception:  # noqa: BLE001 - an unreadable journal only loses the diagnosis
+                unreported = ()
+        # The first line is what reports keep: it names the ranks that never reported.
+        why = "".join(f"; {u}" for u in unreported)
+        return cls(f"fit() did not finish within its deadline ({outcome.elapsed_s:.0f}s)"
+                   f"{expected}{why} [{setting}]\n{outcome.stacks[-6000:]}", unreported)
 
 
 def _fmt_error(exc: BaseException) -> str:
@@ -22,10 +91,7 @@ def succeeded(outcome: Outcome, setting: str = ""):
     """The Result of a fit that must succeed."""
     __tracebackhide__ = True
     if outcome.hang:
-        raise HangVerdict(
-            f"fit() did not finish within its deadline ({outcome.elapsed_s:.0f}s) "
-            f"[{setting}]\n{outcome.stacks[-6000:]}"
-        )
+        raise HangVerdict.of(outcome, "", setting)
     if outcome.error is not None:
         raise AssertionError(
             f"fit() raised {type(outcome.error).__name__}, expected success [{setting}]\n"
@@ -38,10 +104,7 @@ def failed(outcome: Outcome, exc_type: type | tuple, setting: str = "") -> BaseE
     """The exception of a fit that must raise exc_type."""
     __tracebackhide__ = True
     if outcome.hang:
-        raise HangVerdict(
-            f"fit() did not finish within its deadline ({outcome.elapsed_s:.0f}s), expected it "
-            f"to raise {exc_type} [{setting}]\n{outcome.stacks[-6000:]}"
-        )
+        raise HangVerdict.of(outcome, f", expected it to raise {exc_type}", setting)
     if outcome.error is None:
         raise AssertionError(f"fit() succeeded, expected it to raise {exc_type} [{setting}]")
     if not isinstance(outcome.error, exc_type):

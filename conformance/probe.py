@@ -6,6 +6,13 @@ Each rank appends JSON events to a journal file in a folder shared by all worker
 test (one `write()` per line with O_APPEND, so lines from several processes never tear).
 The journal is the portable record of a run that the checkers in `conformance.journal_checks` read.
 
+The instruments must never fail the implementation under test. A reader may catch a line
+while another rank is still writing it (a write becomes visible a page at a time), so a
+final line without its newline is left for the next read. What goes wrong inside the probe
+itself (a journal that cannot be read or written, a torn line) is caught in the rank and kept
+as a `probe_error` event; `Journal.events()`, which checks read, then raises `ProbeError`, and
+the check is reported as not judged (skipped, "suite error: ..."), not as failed.
+
 Attempts are counted without help from the implementation (see `Journal.next_attempt`).
 
 Faults are portable too: "rank r raises / calls os._exit / is SIGKILLed just before its
@@ -17,18 +24,35 @@ from __future__ import annotations
 import dataclasses
 import faulthandler
 import fcntl
+import functools
 import importlib
 import json
 import os
+import posixpath
 import signal
+import sys
 import time
+import traceback
+import unittest
+import uuid
 from typing import Any, Callable, Literal
 
 FaultKind = Literal["raise", "exit", "sigkill"]
 
 
+PROBE_ERROR = "probe_error"
+
+
 class InjectedFault(RuntimeError):
     """The exception a `raise` fault throws inside the training function."""
+
+
+class ProbeError(unittest.SkipTest):
+    """The suite's own instruments failed during a run, so its journal cannot be trusted.
+
+    A SkipTest: pytest reports the check as skipped with this message (Hypothesis re-raises
+    it at once), so a broken instrument is never counted as the implementation's failure.
+    """
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +85,13 @@ class Script:
     #: stop once this many steps ran at this world size (elastic checks); None: run all steps
     stop_at_world_size: int | None = None
     stack_dump_after_s: float = 50.0
+    #: step -> ranks that write their checkpoint straight into the run folder and report it
+    #: with CheckpointUploadMode.NO_UPLOAD
+    in_place: dict = dataclasses.field(default_factory=dict)
+    #: journal get_all_reported_checkpoints() at the start and after every report
+    list_reported: bool = False
+    #: step -> rank 0's checkpoint_dir_name (default 'ckpt-<step>')
+    dir_names: dict = dataclasses.field(default_factory=dict)
 
     def checkpointing_ranks(self, step: int, world_size: int) -> tuple:
         if self.checkpoints is None:
@@ -68,28 +99,106 @@ class Script:
         return tuple(self.checkpoints.get(step, ()))
 
 
+def _instrument(default: Any = None) -> Callable:
+    """Run a probe helper whose first argument is the journal; a failure is noted there and
+    `default` returned, so the training function goes on and the check reports a suite
+    error instead of a failure of the run."""
+
+    def wrap(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def guarded(journal: Journal, *args, **kwargs):
+            try:
+                return fn(journal, *args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - the suite's failure, not the run's
+                journal.note_error(fn.__name__, exc)
+                return default
+        return guarded
+    return wrap
+
+
 class Journal:
     def __init__(self, folder: str):
         self.folder = folder
         self.path = os.path.join(folder, "journal.jsonl")
 
-    def record(self, **event: Any) -> None:
+    def record(self, **event: Any) -> bool:
+        """Append one event; never raises (a failure is kept by `note_error`)."""
+        try:
+            self._append(event)
+            return True
+        except Exception as exc:  # noqa: BLE001 - the suite's failure, not the run's
+            self.note_error("Journal.record", exc)
+            return False
+
+    def _append(self, event: dict) -> None:
         event.setdefault("t", time.monotonic())
         line = (json.dumps(event, default=str) + "\n").encode()
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, line)
+            written = os.write(fd, line)  # one write: O_APPEND keeps lines whole
         finally:
             os.close(fd)
+        if written != len(line):
+            raise OSError(f"short write to {self.path}: {written} of {len(line)} bytes; the "
+                          "journal now holds a torn line")
+
+    def note_error(self, where: str, exc: BaseException) -> None:
+        """Keep a failure of the probe itself: a `probe_error` event or, when the journal
+        cannot be written, a file next to it (or at least a line on stderr)."""
+        detail = dict(ev=PROBE_ERROR, where=where, error=f"{type(exc).__name__}: {exc}",
+                      traceback="".join(traceback.format_exception(exc))[-4000:],
+                      pid=os.getpid())
+        try:
+            self._append(dict(detail))
+        except Exception:  # noqa: BLE001
+            try:
+                name = f"probe-error-{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
+                with open(os.path.join(self.folder, name), "w") as f:
+                    json.dump(detail, f, default=str)
+            except Exception:  # noqa: BLE001
+                sys.stderr.write(f"conformance probe error in {where}: {detail['error']}\n")
+
+    def read(self) -> tuple[list[dict], list[str]]:
+        """(events, problems). A final line without its newline is still being written and
+        is left out; a complete line that does not parse is a problem (a torn write)."""
+        try:
+            with open(self.path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return [], []
+        lines = data.split(b"\n")
+        lines.pop()  # what follows the last newline: nothing, or a line being written
+        rows, problems = [], []
+        for number, raw in enumerate(lines, 1):
+            if not raw.strip():
+                continue
+            try:
+                rows.append(json.loads(raw))
+            except ValueError as exc:
+                problems.append(f"{self.path} line {number} is not an event ({exc}): "
+                                f"{raw[:200]!r}")
+        return rows, problems
 
     def events(self, ev: str | None = None) -> list[dict]:
-        try:
-            with open(self.path) as f:
-                rows = [json.loads(line) for line in f if line.strip()]
-        except FileNotFoundError:
-            return []
-        return [r for r in rows if ev is None or r["ev"] == ev]
+        """The events (of kind `ev`) for a check; raises ProbeError when the probe failed."""
+        rows, problems = self.read()
+        problems += [f"{r.get('where')} in pid {r.get('pid')}: {r.get('error')}\n"
+                     f"{r.get('traceback', '')}" for r in rows if r.get("ev") == PROBE_ERROR]
+        for name in sorted(os.listdir(self.folder) if os.path.isdir(self.folder) else ()):
+            if name.startswith("probe-error-"):
+                with open(os.path.join(self.folder, name)) as f:
+                    problems.append(f"{name}: {f.read()[:4000]}")
+        if problems:
+            raise ProbeError(f"suite error: the conformance probe failed during this run, so "
+                             f"its journal {self.path} cannot be trusted (not a failure of "
+                             f"the implementation):\n" + "\n".join(problems)[:6000])
+        return _of_kind(rows, ev)
 
+    def events_so_far(self, ev: str | None = None) -> list[dict]:
+        """The events written so far, for the ranks themselves; never raises."""
+        return _of_kind(self.read()[0], ev)
+
+    @_instrument(default=-1)
     def next_attempt(self, rank: int) -> int:
         """This worker's attempt number.
 
@@ -185,12 +294,60 @@ def fire_due_faults(s: Script, journal: Journal, rank: int, world: int, attempt:
     """Fire the script's fault for (rank, report index, attempt), if there is one."""
     for fault in s.faults:
         if (fault.rank, fault.report, fault.attempt) == (rank, index, attempt):
-            # A fault before the first report could otherwise strike before a peer of
-            # this attempt started, and blur where attempts begin.
+            # A fault could otherwise strike before a peer of this attempt started, and
+            # blur where attempts begin.
             _await_starts(journal, attempt, world)
             journal.record(ev="fault", rank=rank, attempt=attempt, step=step,
                            fault=str(fault))
             fire(fault)
+
+
+@_instrument()
+def _open_stack_file(journal: Journal, rank: int, attempt: int, after_s: float):
+    out = open(os.path.join(journal.folder, f"stacks-rank{rank}-a{attempt}.txt"), "w")
+    faulthandler.dump_traceback_later(after_s, exit=False, file=out)
+    return out
+
+
+def describe_reported(train, listed) -> list[dict]:
+    """get_all_reported_checkpoints() as journal data (folder name, metrics, status)."""
+    return [{"name": posixpath.basename(r.checkpoint.path.rstrip("/")), "metrics": r.metrics,
+             "status": getattr(r.status, "name", repr(r.status)),
+             "types_ok": isinstance(r, train.ReportedCheckpoint)
+             and isinstance(r.status, train.ReportedCheckpointStatus)} for r in listed]
+
+
+def _list_reported(s: Script, train, journal: Journal, rank: int, attempt: int, step) -> None:
+    if s.list_reported:
+        listed = describe_reported(train, train.get_all_reported_checkpoints())
+        journal.record(ev="listed", rank=rank, attempt=attempt, step=step, listed=listed)
+
+
+def _report_step(s: Script, train, ctx, journal: Journal, rank: int, world: int,
+                 attempt: int, step: int) -> None:
+    checkpoint, options = None, {}
+    if rank in s.in_place.get(step, ()):
+        folder = posixpath.join(ctx.get_storage().experiment_fs_path, f"inplace-{step:04d}")
+        checkpoint = write_checkpoint(train, folder, step, rank, attempt)
+        options["checkpoint_upload_mode"] = train.CheckpointUploadMode.NO_UPLOAD
+    elif rank in s.checkpointing_ranks(step, world):
+        folder = os.path.join(s.journal_dir, "local", f"a{attempt}-r{rank}-s{step}")
+        checkpoint = write_checkpoint(train, folder, step, rank, attempt)
+    metrics = {"step": step, "rank": rank, "attempt": attempt, **s.metrics.get(step, {})}
+    if s.late_rank == rank:
+        time.sleep(1.0)
+    journal.record(ev="report", rank=rank, attempt=attempt, step=step,
+                   checkpoint=checkpoint is not None, world_size=world)
+    train.report(metrics, checkpoint=checkpoint,
+                 checkpoint_dir_name=s.dir_names.get(step, f"ckpt-{step:04d}") if rank == 0
+                 else f"r{rank}-x",
+                 **options)
+    after = train.get_checkpoint()
+    journal.record(ev="reported", rank=rank, attempt=attempt, step=step,
+                   peers_arrived=_arrived(journal, attempt, step, world),
+                   checkpoint_path=None if after is None else after.path,
+                   same_object=checkpoint is not None and after is checkpoint)
+    _list_reported(s, train, journal, rank, attempt, step)
 
 
 def run_script(config: dict) -> dict:
@@ -200,32 +357,22 @@ def run_script(config: dict) -> dict:
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
     journal = Journal(s.journal_dir)
     attempt = journal.next_attempt(rank)
-    stack_file = open(os.path.join(s.journal_dir, f"stacks-rank{rank}-a{attempt}.txt"), "w")
-    faulthandler.dump_traceback_later(s.stack_dump_after_s, exit=False, file=stack_file)
+    stack_file = _open_stack_file(journal, rank, attempt, s.stack_dump_after_s)
     try:
         restored = read_state(train, train.get_checkpoint())
         record_start(s, ctx, journal, attempt, restored)
+        _list_reported(s, train, journal, rank, attempt, None)
         first = 0 if restored is None or restored["step"] is None else restored["step"] + 1
         steps_at_this_size = 0
         for index, step in enumerate(range(first, s.steps)):
             if s.step_sleep_s:
                 time.sleep(s.step_sleep_s)
+            if index == 0:
+                # A first report that fails (or a fault) could otherwise end the attempt
+                # before a peer started, and the journal would miss a rank of it.
+                _await_starts(journal, attempt, world)
             fire_due_faults(s, journal, rank, world, attempt, index, step)
-            checkpoint = None
-            if rank in s.checkpointing_ranks(step, world):
-                folder = os.path.join(s.journal_dir, "local", f"a{attempt}-r{rank}-s{step}")
-                checkpoint = write_checkpoint(train, folder, step, rank, attempt)
-            metrics = {"step": step, "rank": rank, "attempt": attempt, **s.metrics.get(step, {})}
-            if s.late_rank == rank:
-                time.sleep(1.0)
-            journal.record(ev="report", rank=rank, attempt=attempt, step=step,
-                           checkpoint=checkpoint is not None, world_size=world)
-            train.report(metrics, checkpoint=checkpoint,
-                         checkpoint_dir_name=f"ckpt-{step:04d}" if rank == 0 else f"r{rank}-x")
-            after = train.get_checkpoint()
-            journal.record(ev="reported", rank=rank, attempt=attempt, step=step,
-                           peers_arrived=_arrived(journal, attempt, step, world),
-                           checkpoint_path=None if after is None else after.path)
+            _report_step(s, train, ctx, journal, rank, world, attempt, step)
             steps_at_this_size += 1
             if s.stop_at_world_size is not None and world >= s.stop_at_world_size \
                     and steps_at_this_size >= 2:
@@ -233,21 +380,28 @@ def run_script(config: dict) -> dict:
         journal.record(ev="end", rank=rank, attempt=attempt)
         return {"rank": rank, "attempt": attempt, "world_size": world}
     finally:
-        faulthandler.cancel_dump_traceback_later()
-        stack_file.close()
+        if stack_file is not None:
+            faulthandler.cancel_dump_traceback_later()
+            stack_file.close()
 
 
+@_instrument()
 def _await_starts(journal: Journal, attempt: int, world: int, timeout_s: float = 30.0) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        started = {e["rank"] for e in journal.events("start") if e["attempt"] == attempt}
+        started = {e["rank"] for e in journal.events_so_far("start")
+                   if e["attempt"] == attempt}
         if len(started) >= world:
             return
         time.sleep(0.01)
 
 
+@_instrument()
 def _arrived(journal: Journal, attempt: int, step: int, world: int) -> list:
     """Ranks whose report event for (attempt, step) is in the journal."""
-    return sorted({e["rank"] for e in journal.events("report")
+    return sorted({e["rank"] for e in journal.events_so_far("report")
                    if e["attempt"] == attempt and e["step"] == step})
 
+
+def _of_kind(rows: list[dict], ev: str | None) -> list[dict]:
+    return [r for r in rows if ev is None or r.get("ev") == ev]

@@ -16,6 +16,8 @@ AREAS = {
     "retention": "Checkpoint retention", "context": "TrainContext",
     "fault": "Fault tolerance", "resume": "Resuming a run", "local": "Local mode",
     "elastic": "Elastic training", "torch": "PyTorch (TorchTrainer)",
+    "lightning": "PyTorch Lightning", "transformers": "Hugging Face Transformers",
+    "accelerate": "Hugging Face Accelerate",
 }
 PAGES = {
     "configs.md": ["scaling", "run-config", "failure-config", "checkpoint-config",
@@ -25,6 +27,7 @@ PAGES = {
     "fault-tolerance.md": ["fault", "resume", "elastic"],
     "local-mode.md": ["local"],
     "torch.md": ["torch"],
+    "frameworks.md": ["lightning", "transformers", "accelerate"],
 }
 
 

@@ -35,10 +35,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import threading
 import time
 from pathlib import Path
+
+from ._state import new_history_path
 
 _MESSAGE_BATCH = 256
 
@@ -47,11 +48,8 @@ class History:
     """Writer of a cluster's history, and reader of any history file."""
 
     def __init__(self, path: str | os.PathLike | None = None, *, writable: bool = True):
-        if path is None:
-            fd, name = tempfile.mkstemp(prefix="simcluster-history-", suffix=".jsonl")
-            os.close(fd)
-            path = name
-        self.path = Path(path)
+        """`path` None: a new file in the per-user state folder (see `simcluster._state`)."""
+        self.path = Path(path) if path is not None else new_history_path()
         self._lock = threading.Lock()
         self._seq = 0
         self._pending: list[str] = []

@@ -1,17 +1,23 @@
-"""Process plumbing: parent-death signals, process groups, /proc state, the node factory.
+"""Process plumbing: parent-death signals, subreapers, killing a process tree, the factory.
 
-Design note. Nothing may outlive the cluster, even when the driver is SIGKILLed. Three
-layers make sure of it: (1) every process asks the kernel for SIGKILL when its parent dies
-(`PR_SET_PDEATHSIG`): the node factory towards the driver, a supervisor (its own session and
-process group) towards the factory, a worker towards its supervisor; (2) a supervisor that
-sees its driver connection close kills its process group; (3) the cluster kills each node's
-process group on close and at exit.
+Design note. Nothing may outlive the cluster, even when the driver is SIGKILLed, and nothing
+a worker started may outlive the worker. Layers: (1) every process asks the kernel for a
+signal when its parent dies (`PR_SET_PDEATHSIG`): the node factory towards the driver, a
+supervisor (its own session and process group) towards the factory, a worker towards its
+supervisor; (2) supervisors and workers are child subreapers (`PR_SET_CHILD_SUBREAPER`), so
+whatever a worker starts stays in its tree - a double-forked daemon in a session of its own
+is re-parented to the worker, or to the supervisor once the worker is gone, never to init -
+and `kill_descendants` can find all of it in /proc; (3) a supervisor kills its tree when its
+driver goes away, and what a worker left behind when the worker exits; (4) the cluster kills
+each node's tree on close.
 
 Hazards: PR_SET_PDEATHSIG fires when the parent *thread* ends, not the parent process, so
 the driver starts the factory only from its event-loop thread, which lives as long as the
 cluster, never from whatever thread called `add_node`. A process checks `getppid()` after
-setting it, because a parent that died just before the call sends no signal. And a worker
-must be armed before it can be frozen (see `node.supervisor.Supervisor._start`).
+setting it, because a parent that died just before the call sends no signal. A worker must
+be armed before it can be frozen (see `node.supervisor.Supervisor._start`). A tree is killed
+in rounds (see `kill_descendants`) because its processes fork while /proc is read, and by
+pidfd after checking the start time, because a pid read from /proc may be reused by then.
 """
 
 from __future__ import annotations
@@ -26,25 +32,50 @@ import time
 from . import procfs
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
 _CLONE_NEWNET = 0x40000000
 _libc = None
 
 
-def set_pdeathsig(sig: int = signal.SIGKILL) -> None:
+def _prctl(option: int, value: int, what: str) -> None:
     global _libc
     if not sys.platform.startswith("linux"):
         return  # best effort elsewhere; the connection-close path still cleans up
     if _libc is None:
         _libc = ctypes.CDLL(None, use_errno=True)
-    if _libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if _libc.prctl(option, value, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), f"prctl({what}) failed")
 
 
-def die_with_parent(expected_ppid: int) -> None:
-    """Set the parent-death signal, then exit at once if the parent is already gone."""
-    set_pdeathsig(signal.SIGKILL)
+def set_pdeathsig(sig: int = signal.SIGKILL) -> None:
+    _prctl(_PR_SET_PDEATHSIG, int(sig), "PR_SET_PDEATHSIG")
+
+
+def become_subreaper() -> None:
+    """Orphaned descendants of this process are re-parented to it (not to init)."""
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1, "PR_SET_CHILD_SUBREAPER")
+
+
+def die_with_parent(expected_ppid: int, sig: int = signal.SIGKILL) -> None:
+    """Ask for `sig` when the parent dies, then exit at once if the parent is already gone."""
+    set_pdeathsig(sig)
     if os.getppid() != expected_ppid:
         os._exit(70)
+
+
+def on_signal(sig: int, handler) -> None:
+    """Run `handler()` on `sig` in this process only: a child forked before it resets the
+    signal gets the default action instead of its parent's handler."""
+    me = os.getpid()
+
+    def handle(signum, _frame):
+        if os.getpid() != me:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        handler()
+
+    signal.signal(sig, handle)
 
 
 def enter_netns(path: str) -> None:
@@ -102,6 +133,100 @@ def wait_dead(pids, timeout_s: float) -> bool:
             return not pending
         time.sleep(0.001)
     return True
+
+
+def kill_descendants(roots, spare=(), sig: int = signal.SIGKILL,
+                     max_rounds: int = 100) -> dict[int, str]:
+    """Send `sig` to every descendant of the `roots` (not to the roots), except the subtrees
+    of the `spare` pids; returns {pid: start time} of the processes signalled.
+
+    Meant for roots that are alive subreapers (stopped will do), so that nothing leaves
+    their trees while this runs. The tree is read from /proc, which is not a snapshot: a
+    process may fork while it is read. So it goes in rounds until a round finds nobody not
+    yet signalled. That ends it: after SIGKILL a process forks no more, and a child forked
+    before then exists by the next round (the signal is pending before `kill` returns).
+    Zombies are signalled too (harmless), because a thread-group leader that has exited
+    shows as a zombie while its other threads still run."""
+    roots, spare = set(roots), set(spare)
+    signalled: dict[int, str] = {}
+    for _ in range(max_rounds):
+        table = _process_table()
+        kids: dict[int, list[int]] = {}
+        for pid, (ppid, _start) in table.items():
+            kids.setdefault(ppid, []).append(pid)
+        todo = [k for r in roots for k in kids.get(r, ()) if k not in spare]
+        new = []
+        while todo:
+            pid = todo.pop()
+            todo += [k for k in kids.get(pid, ()) if k not in spare]
+            if signalled.get(pid) != table[pid][1]:
+                new.append(pid)
+        if not new:
+            break
+        for pid in new:
+            _signal_same(pid, table[pid][1], sig)
+            signalled[pid] = table[pid][1]  # also if that failed: it is gone, or not ours
+    return signalled
+
+
+def kill_trees(roots) -> None:
+    """SIGKILL these subreapers (supervisors, each leading its process group) and everything
+    below them, from outside. Each group is stopped first: its workers do nothing more from
+    that instant (as with the single killpg this replaces), and the root neither exits nor
+    reports while its tree dies, and stays alive to adopt orphans until all is signalled."""
+    roots = [r for r in roots if r]
+    for root in roots:
+        killpg(root, signal.SIGSTOP)
+    kill_descendants(roots)
+    for root in roots:
+        killpg(root, signal.SIGKILL)
+
+
+def reap(pids: dict[int, str], timeout_s: float) -> dict[int, str]:
+    """Wait (polling, with a deadline) for these signalled descendants to die, reaping those
+    that are, or become, children of this process; returns the ones not yet settled. A
+    grandchild becomes our child when its dying parent is gone (we are its subreaper)."""
+    deadline = time.monotonic() + timeout_s
+    pending = dict(pids)
+    while pending:
+        for pid, start in list(pending.items()):
+            try:
+                done = os.waitpid(pid, os.WNOHANG)[0] == pid
+            except ChildProcessError:  # not ours (yet, or any more)
+                done = procfs.start_time(pid) != start
+            if done:
+                del pending[pid]
+        if not pending or time.monotonic() > deadline:
+            break
+        time.sleep(0.001)
+    return pending
+
+
+def _process_table() -> dict[int, tuple[int, str]]:
+    """{pid: (parent pid, start time)} for every process in /proc."""
+    out = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit() and (got := procfs.fields(name)) and len(got) > 19:
+            out[int(name)] = (int(got[1]), got[19].decode())
+    return out
+
+
+def _signal_same(pid: int, start: str, sig: int) -> bool:
+    """Signal `pid` only if it is still the process that started at `start`: the pidfd pins
+    the process, the start time read after opening it proves which one it is."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (ProcessLookupError, PermissionError):
+        return False
+    try:
+        if procfs.start_time(pid) != start:
+            return False
+        signal.pidfd_send_signal(fd, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+    finally:
+        os.close(fd)
 
 
 def spawn_factory(events_fd: int) -> subprocess.Popen:

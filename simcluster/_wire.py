@@ -25,8 +25,6 @@ import os
 import pickle
 import socket
 import struct
-import tempfile
-from pathlib import Path
 
 import cloudpickle
 
@@ -195,32 +193,6 @@ class ServerHandshake:
                 payload, _mac(self._secret, b"C", self._hello, self._nonce)):
             raise ProtocolError("wrong cluster secret")
         return frame(WELCOME), True
-
-
-# -- the secret's home: a 0600 file named after the address ---------------------------------
-def key_path(address: str) -> Path:
-    host, _, port = address.rpartition(":")
-    return Path(tempfile.gettempdir()) / f"simcluster-{os.getuid()}" / f"{host}_{port}.key"
-
-
-def write_key(address: str, secret: bytes) -> Path:
-    path = key_path(address)
-    path.parent.mkdir(mode=0o700, exist_ok=True)
-    if path.parent.stat().st_uid != os.getuid():
-        raise PermissionError(f"{path.parent} belongs to another user; refusing to put a key there")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(secret.hex())
-    return path
-
-
-def read_key(address: str) -> bytes:
-    path = key_path(address)
-    try:
-        return bytes.fromhex(path.read_text().strip())
-    except FileNotFoundError:
-        raise ConnectionError(f"no simcluster is running at {address!r} for this user "
-                              f"(no key at {path}); pass `secret=` if it runs elsewhere") from None
 
 
 def parse_address(address: str) -> tuple[str, int]:

@@ -29,10 +29,13 @@ Both have (the `ClusterLike` protocol below):
 Nodes. A node is a supervisor process in its own process group, forked by a warm node
 factory process (so `preload=` modules are imported once for all nodes); it forks one child
 per worker. Forking is only safe in a single-threaded process: a preloaded module that
-starts threads at import (pyarrow starts two) relies on its own fork handling. `kill_node` SIGKILLs the group (node loss: every worker exits with reason
-"node_lost"); `remove_node(graceful=True)` SIGTERMs the workers and SIGKILLs them after
-`grace_s`; `pause_node` / `resume_node` SIGSTOP / SIGCONT the group. Resources are logical:
-a node may declare more CPUs or GPUs than the machine has.
+starts threads at import (pyarrow starts two) relies on its own fork handling. `kill_node`
+SIGKILLs the node's process tree (node loss: every worker exits with reason "node_lost");
+`remove_node(graceful=True)` SIGTERMs the workers and SIGKILLs them after `grace_s`;
+`pause_node` / `resume_node` SIGSTOP / SIGCONT the group. Resources are logical: a node may
+declare more CPUs or GPUs than the machine has. Processes a worker starts (subprocesses,
+multiprocessing children, daemons in sessions of their own) end when the worker exits
+(before its exit is reported), with its node, with the cluster, and when the driver dies.
 
 Placement. `place` reserves one bundle per dict: PACK (one node if possible, else as few as
 the search finds), SPREAD (least-used node first), STRICT_PACK (all on one node or fail),
@@ -71,17 +74,21 @@ Callbacks must return quickly: they run on the thread that delivers every messag
 Security. The driver binds loopback (or `host`). Every peer (node, worker, client) proves
 it knows the per-cluster secret with an HMAC challenge-response before anything is
 unpickled; garbage, wrong keys, truncated and oversized frames close that connection only.
-The secret lives in a 0600 file named after the address in the user's temp directory, which
-is how `connect(address)` finds it (pass `secret=` otherwise).
+The secret lives in a 0600 file named after the address in the user's own 0700 folder in the
+temp directory, which is how `connect(address)` finds it (pass `secret=` otherwise); a
+folder or key file another user could have planted or read is refused (PermissionError).
 
 History. `cluster.history` is an append-only JSON-lines file (`History.read(path)`), events
-listed in `simcluster._history`; `simcluster.checkers` turns it into verdicts
+listed in `simcluster._history`; at `history_path`, else in the per-user state folder
+($SIMCLUSTER_STATE_DIR/history or ~/.local/state/simcluster/history, kept within limits:
+`simcluster._state`); `simcluster.checkers` turns it into verdicts
 (valid / invalid / unknown).
 
 Cleanup. Nothing outlives the cluster: the node factory, supervisors and workers all have
-PR_SET_PDEATHSIG towards their parent, a node's processes share its process group, and a
-supervisor that loses its driver kills its group; close() kills every group and returns once
-they are dead. Works after the driver is SIGKILLed too.
+PR_SET_PDEATHSIG towards their parent, supervisors and workers are child subreapers (what a
+worker starts stays in its tree, even after `setsid`), a supervisor that loses its driver
+kills its whole tree, and close() kills every node's tree and returns once the nodes and
+workers are dead. Works after the driver is SIGKILLed too.
 
 Fault plans. `FaultPlan(steps=[(Trigger, Action), ...], seed=0)` is data (`to_json` /
 `from_json` round-trip). `Cluster(..., faults=plan)` runs it from the start (event triggers

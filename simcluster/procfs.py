@@ -21,11 +21,16 @@ __all__ = ["fields", "parent", "parents", "start_time", "state"]
 
 def fields(pid: int | str) -> list[bytes] | None:
     """The fields of /proc/<pid>/stat after the command name (proc(5) field 3 onwards)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
+    try:  # os-level calls: about twice as fast as a file object, and walks read every pid
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        data = os.read(fd, 4096)  # one line, well under a page
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     cut = data.rfind(b")")
     return data[cut + 2:].split() if cut >= 0 else None
 

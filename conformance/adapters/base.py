@@ -37,6 +37,9 @@ class Outcome:
     elapsed_s: float = 0.0
     hang: bool = False
     stacks: str = ""
+    #: the probe's journal folder of a fit that hung (None: not a probe run), read by the
+    #: hang verdict to say which ranks had not reported
+    journal_dir: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -130,6 +133,11 @@ class Adapter(abc.ABC):
     def node_id_function() -> Callable[[], str] | None:
         """A picklable function that, on a worker, returns its node's id (None: unknown)."""
         return None
+
+
+def journal_dir_of(make_trainer: Callable[[], Any]) -> str | None:
+    """The probe journal a trainer factory writes to (`scenarios.TrainerFactory`), if any."""
+    return getattr(make_trainer, "journal_dir", None)
 
 
 def timed(fn: Callable[[], Any]) -> Outcome:

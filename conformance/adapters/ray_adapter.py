@@ -20,7 +20,14 @@ import tempfile
 import time
 from typing import Any, Callable
 
-from conformance.adapters.base import Adapter, ClusterHandle, FitHandle, NodeSpec, Outcome
+from conformance.adapters.base import (
+    Adapter,
+    ClusterHandle,
+    FitHandle,
+    NodeSpec,
+    Outcome,
+    journal_dir_of,
+)
 
 _ENV = {
     # Reports are drained once per controller poll; Ray's own tests lower the interval too.
@@ -49,9 +56,11 @@ def _run_fit_body(make_trainer: Callable[[], Any], stack_file: str, dump_after_s
 
 
 class _RayFit(FitHandle):
-    def __init__(self, adapter: RayAdapter, ref, deadline_s: float, stack_file: str):
+    def __init__(self, adapter: RayAdapter, ref, deadline_s: float, stack_file: str,
+                 journal_dir: str | None = None):
         self._adapter, self._ref = adapter, ref
         self._deadline_s, self._stack_file = deadline_s, stack_file
+        self._journal_dir = journal_dir
         self._start = time.monotonic()
 
     def wait(self) -> Outcome:
@@ -66,7 +75,8 @@ class _RayFit(FitHandle):
             with contextlib.suppress(Exception):
                 ray.cancel(self._ref, force=True)
             self._adapter.reset()
-            return Outcome(hang=True, elapsed_s=time.monotonic() - self._start, stacks=stacks)
+            return Outcome(hang=True, elapsed_s=time.monotonic() - self._start, stacks=stacks,
+                           journal_dir=self._journal_dir)
         elapsed = time.monotonic() - self._start
         os.unlink(self._stack_file)
         if kind == "ok":
@@ -173,7 +183,7 @@ class RayAdapter(Adapter):
         os.close(fd)
         task = ray.remote(num_cpus=0, max_retries=0)(_run_fit_body)
         ref = task.remote(make_trainer, stack_file, max(1.0, deadline_s - 1.0))
-        return _RayFit(self, ref, deadline_s, stack_file)
+        return _RayFit(self, ref, deadline_s, stack_file, journal_dir_of(make_trainer))
 
     @contextlib.contextmanager
     def cluster(self, nodes: list[NodeSpec]):

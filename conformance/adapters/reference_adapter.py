@@ -14,7 +14,15 @@ import threading
 import time
 import traceback
 
-from conformance.adapters.base import Adapter, ClusterHandle, FitHandle, NodeSpec, Outcome, timed
+from conformance.adapters.base import (
+    Adapter,
+    ClusterHandle,
+    FitHandle,
+    NodeSpec,
+    Outcome,
+    journal_dir_of,
+    timed,
+)
 
 
 def _all_stacks() -> str:
@@ -29,6 +37,7 @@ class _ThreadFit(FitHandle):
     def __init__(self, adapter: Adapter, make_trainer, deadline_s: float):
         self._adapter, self._deadline_s = adapter, deadline_s
         self._outcome: Outcome | None = None
+        self._journal_dir = journal_dir_of(make_trainer)
         self._start = time.monotonic()
         self._thread = threading.Thread(
             target=self._run, args=(make_trainer,), name="trainspec-fit", daemon=True
@@ -43,7 +52,8 @@ class _ThreadFit(FitHandle):
         if self._thread.is_alive():
             stacks = _all_stacks()
             self._adapter.reset()
-            return Outcome(hang=True, elapsed_s=time.monotonic() - self._start, stacks=stacks)
+            return Outcome(hang=True, elapsed_s=time.monotonic() - self._start, stacks=stacks,
+                           journal_dir=self._journal_dir)
         return self._outcome
 
 

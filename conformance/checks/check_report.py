@@ -8,7 +8,7 @@ import pytest
 
 from conformance import assertions
 from conformance.catalogue import clause
-from conformance.scenarios import basic_run, no_checkpoint_run
+from conformance.scenarios import basic_run, new_script, no_checkpoint_run, run, workspace
 
 
 @clause("report.outside-raises")
@@ -105,3 +105,42 @@ def check_get_checkpoint_follows_reports(impl):
         assertions.equal(got and os.path.basename(got.rstrip("/")), want,
                          f"rank {e['rank']} get_checkpoint() after report of step {e['step']}",
                          run.setting)
+
+
+def _failed_first_report(impl, **script):
+    """A one-report run whose report must fail on rank 0: (run, rank 0's exception)."""
+    folder = workspace()
+    r = run(impl, new_script(impl, folder, steps=1, checkpoints={0: (0,)}, **script),
+            num_workers=2, folder=folder)
+    err = assertions.failed(r.outcome, impl.train.WorkerGroupError, r.setting)
+    return r, err.worker_failures.get(0)
+
+
+def _only_marker_left(r) -> None:
+    __tracebackhide__ = True
+    assertions.equal(sorted(os.listdir(r.run_dir)), [".validate_storage_marker"],
+                     f"entries of {r.run_dir} after the failed report", r.setting)
+
+
+@clause("report.dir-name-length")
+def check_long_dir_name_fails_on_the_rank(impl):
+    name = "a" * 300
+    r, error = _failed_first_report(impl, dir_names={0: name})
+    setting = f"{r.setting}, rank 0 reports checkpoint_dir_name='a' * 300"
+    assertions.equal(type(error).__name__, "ValueError", "rank 0's exception type", setting)
+    text = str(error)
+    assertions.equal(("checkpoint_dir_name" in text, "255" in text), (True, True),
+                     f"('checkpoint_dir_name' named, limit 255 named) in {text[-300:]!r}",
+                     setting)
+    _only_marker_left(r)
+
+
+@clause("report.unstorable-metrics")
+def check_unstorable_metrics_fail_before_staging(impl):
+    r, error = _failed_first_report(impl, metrics={0: {"obj": object()}})
+    setting = f"{r.setting}, rank 0 reports metrics {{'obj': object()}} with a checkpoint"
+    assertions.equal(type(error).__name__, "TypeError", "rank 0's exception type", setting)
+    text = str(error)
+    assertions.equal(("'obj'" in text, "object" in text), (True, True),
+                     f"(key 'obj' named, type object named) in {text[-300:]!r}", setting)
+    _only_marker_left(r)

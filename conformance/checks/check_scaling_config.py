@@ -285,6 +285,20 @@ def check_scaling_derived_examples(impl):
                          f"ScalingConfig(**{kwargs!r})")
 
 
+@clause("scaling.resource-amounts")
+@given(name=st.sampled_from(["CPU", "memory", "custom_a"]),
+       amount=st.one_of(st.sampled_from(["1", "0.5", "2", "one", "", b"1"]),
+                        st.lists(st.integers(0, 2), max_size=2)))
+def check_resource_amount_must_be_a_number(impl, name, amount):
+    sc = impl.train.ScalingConfig
+    assertions.constructed(sc, {"num_workers": 2, "resources_per_worker": {name: amount}},
+                           {ValueError}, "ScalingConfig")
+    made = assertions.constructed(sc, {"num_workers": 2, "resources_per_worker": {name: 1.5}},
+                                  set(), "ScalingConfig")
+    assertions.equal(made.resources_per_worker, {name: 1.5}, "resources_per_worker",
+                     f"ScalingConfig(num_workers=2, resources_per_worker={{{name!r}: 1.5}})")
+
+
 @clause("scaling.placement-strategy-lazy")
 @given(strategy=st.one_of(st.sampled_from(["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD",
                                            "BOGUS", "pack", ""]), st.text(max_size=12)))

@@ -22,7 +22,12 @@ from reference.train._exceptions import (
     TrainingFailedError,
     WorkerGroupError,
 )
-from reference.train._report_config import CheckpointConsistencyMode, CheckpointUploadMode
+from reference.train._report_config import (
+    CheckpointConsistencyMode,
+    CheckpointUploadMode,
+    ReportedCheckpoint,
+    ReportedCheckpointStatus,
+)
 from reference.train._result import Result
 from reference.train._train_fn_utils import (
     get_all_reported_checkpoints,
@@ -51,6 +56,8 @@ __all__ = [
     "LoggingConfig",
     "NCCLHangError",
     "PreemptionError",
+    "ReportedCheckpoint",
+    "ReportedCheckpointStatus",
     "Result",
     "RunConfig",
     "ScalingConfig",

@@ -61,6 +61,9 @@ class ScalingConfig:
             logger.info("Running in local mode: the training function runs in this process.")
         if self.resources_per_worker:
             v.check_gpu_request(self.use_gpu, self.num_gpus_per_worker)
+        # Not a rule of Ray's ScalingConfig, which takes {'CPU': '1'} and only fails to place
+        # the workers in fit(); checked last so that whatever Ray rejects is rejected the same.
+        v.check_resource_amounts(self.resources_per_worker)
 
     def _validate_tpu_config(self) -> None:
         v.check_accelerator_choice(self.use_gpu, self.use_tpu)

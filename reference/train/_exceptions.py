@@ -9,10 +9,13 @@
                |    +-- NCCLHangError   raised when a collective hang was detected on the workers
                +-- ControllerError    raised when the driver-side controller failed
                +-- PreemptionError    raised when nodes of the run were preempted
+          +-- RunFolderInUseError   raised by fit() when another fit owns its run folder
 
-fit() raises, it never returns, a TrainingFailedError. Every class pickles with the same
-constructor arguments, so an error can cross a process boundary and keep its payload
-(`worker_failures`, `controller_failure`, `preemption_info`).
+fit() raises, it never returns, a TrainingFailedError once training has started;
+RunFolderInUseError comes before anything starts (the reference's own: Ray has no such
+check). Every class pickles with the same constructor arguments, so an error can cross a
+process boundary and keep its payload (`worker_failures`, `controller_failure`,
+`preemption_info`, `owner`).
 """
 
 from typing import Any
@@ -89,3 +92,22 @@ class PreemptionError(TrainingFailedError):
 
     def __reduce__(self):
         return (self.__class__, (self.preemption_info, self.drain_timed_out))
+
+
+class RunFolderInUseError(RayTrainError):
+    """Raised by fit() when another fit owns ``<storage_path>/<name>``, before anything in
+    that folder is read or changed.
+
+    Args:
+        message: What collided with what, and how to go on.
+        run_path: The run folder (a path on its storage filesystem).
+        owner: The owner's record (host, pid, start time), or None when it could not be read.
+    """
+
+    def __init__(self, message: str, run_path: str = "", owner: Any = None):
+        super().__init__(message)
+        self.run_path = run_path
+        self.owner = owner
+
+    def __reduce__(self):
+        return (self.__class__, (str(self), self.run_path, self.owner))

@@ -1,6 +1,11 @@
-"""Options of ``report()`` and ``get_checkpoint()`` that choose how checkpoints move."""
+"""Options of ``report()`` and ``get_checkpoint()`` that choose how checkpoints move, and what
+``get_all_reported_checkpoints()`` returns."""
 
+from __future__ import annotations
+
+from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 
 class CheckpointUploadMode(Enum):
@@ -30,3 +35,30 @@ class CheckpointConsistencyMode(Enum):
 
     COMMITTED = "COMMITTED"
     VALIDATED = "VALIDATED"
+
+
+class ReportedCheckpointStatus(Enum):
+    """Where a registered checkpoint stands.
+
+    COMMITTED: saved, and no validation was requested.
+    PENDING_VALIDATION: saved; its validation is still running.
+    VALIDATED: saved and validated.
+    VALIDATION_TIMEOUT: saved; its validation ran out of time.
+    VALIDATION_FAILED: saved; its validation failed.
+    """
+
+    COMMITTED = "COMMITTED"
+    PENDING_VALIDATION = "PENDING_VALIDATION"
+    VALIDATED = "VALIDATED"
+    VALIDATION_TIMEOUT = "VALIDATION_TIMEOUT"
+    VALIDATION_FAILED = "VALIDATION_FAILED"
+
+
+@dataclass
+class ReportedCheckpoint:
+    """One checkpoint the run holds, as ``get_all_reported_checkpoints()`` lists it: the
+    persisted checkpoint, rank 0's metrics of the report that carried it, and its status."""
+
+    checkpoint: Any
+    metrics: dict[str, Any]
+    status: ReportedCheckpointStatus

@@ -5,7 +5,11 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from reference.train._internal.session import get_session
-from reference.train._report_config import CheckpointConsistencyMode, CheckpointUploadMode
+from reference.train._report_config import (
+    CheckpointConsistencyMode,
+    CheckpointUploadMode,
+    ReportedCheckpoint,
+)
 
 
 def report(
@@ -45,7 +49,9 @@ def get_dataset_shard(dataset_name: str | None = None):
 def get_all_reported_checkpoints(
     consistency_mode: CheckpointConsistencyMode = CheckpointConsistencyMode.VALIDATED,
     timeout_s: float | None = None,
-) -> list:
-    """The checkpoints registered so far (retained ones, worst to best)."""
+) -> list[ReportedCheckpoint]:
+    """The checkpoints the run holds (retained ones, worst to best) as `ReportedCheckpoint`s:
+    the checkpoint, rank 0's metrics of the report that carried it, and its status. A report's
+    checkpoint is listed as soon as that report() has returned; `[]` in local mode."""
     return get_session("get_all_reported_checkpoints").get_all_reported_checkpoints(
         consistency_mode, timeout_s)

@@ -1,15 +1,19 @@
-"""Named argument checks for the config classes.
+"""Named argument checks for the config classes and the training-function utilities.
 
 Each check raises the exception type Ray raises under the same condition (ValueError for
 bad values, DeprecationWarning *raised* for removed arguments) with a message that names the
 argument and the value it got, says what is allowed, and ends with the fix when there is one.
 Comparisons are written as plain Python operators on purpose: an argument of a type the
 operator cannot handle (``num_to_keep="3"``) fails with the TypeError Ray fails with too.
+A few checks have no counterpart in Ray, which lets the value through and fails later, after
+resources were requested or files written (resource amounts, folder-name lengths); they
+raise ValueError up front and say so where they are called.
 """
 
 from __future__ import annotations
 
 import logging
+import numbers
 from typing import Any
 
 from reference.train._internal.accelerators import tpu
@@ -126,6 +130,47 @@ def check_gpu_request(use_gpu: Any, num_gpus: Any) -> None:
             f"ScalingConfig(use_gpu={use_gpu!r}) but `GPU` was found in resources_per_worker "
             f"(GPU={num_gpus!r}). Either set use_gpu=True or remove `GPU` from "
             "resources_per_worker."
+        )
+
+
+def check_resource_amounts(resources_per_worker: Any) -> None:
+    """Every amount is a number: a string would only fail once the workers are placed."""
+    if not isinstance(resources_per_worker, dict):
+        return
+    for name, amount in resources_per_worker.items():
+        if isinstance(amount, numbers.Real):
+            continue
+        try:
+            fix = f"{{{name!r}: {float(amount)!r}}}"
+        except (TypeError, ValueError):
+            fix = f"{{{name!r}: 1}}"
+        raise ValueError(
+            f"ScalingConfig(resources_per_worker={resources_per_worker!r}): values must be "
+            f"numbers; got {name}={amount!r} ({type(amount).__name__}). Pass the amount as "
+            f"a number, e.g. resources_per_worker={fix}."
+        )
+
+
+def check_name_component_sizes(argument: str, name: str, limit: int) -> None:
+    """Each '/'-separated part of `name` fits in one folder name of `limit` bytes (UTF-8)."""
+    for part in name.split("/"):
+        size = len(part.encode("utf-8", "surrogatepass"))
+        if size > limit:
+            shown = part if len(part) <= 40 else f"{part[:37]}..."
+            raise ValueError(
+                f"{argument}={name!r} is not allowed: its path component {shown!r} is "
+                f"{size} bytes long, and the file system holding the run folder allows at "
+                f"most {limit} bytes per folder name. Use a shorter name (nested names "
+                "like 'epoch_3/shard' keep each part short)."
+            )
+
+
+def check_consistency_mode(value: Any, modes: type) -> None:
+    if not isinstance(value, modes):
+        choices = " or ".join(f"{modes.__name__}.{m.name}" for m in modes)
+        raise ValueError(
+            f"get_all_reported_checkpoints(consistency_mode={value!r}): unexpected "
+            f"consistency mode. Pass {choices}."
         )
 
 

@@ -8,7 +8,9 @@
 triggers see the first nodes), runs `python script.py args` with SIMCLUSTER_ADDRESS set
 (`reference.init()` / `init(address="auto")` connect to it), shows nodes, workers and faults
 as they happen (a live panel with `rich` on a terminal, plain lines otherwise), prints where
-the history is, and exits with the script's code. SIGINT / SIGTERM go to the script first.
+the history is (`--history`, else a new file in the per-user state folder: see
+`simcluster._state`), and exits with the script's code. SIGINT / SIGTERM go to the script
+first.
 
 Node groups: `[COUNTx]ITEM[+ITEM...][:TYPE]`, ITEM one of `<n>cpu`, `<n>gpu`, `<n>tpu`;
 e.g. `2x4cpu` (two nodes of 4 CPUs), `1x8cpu+2gpu:A100`. A group without CPUs gets one.
@@ -23,7 +25,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 
 from .. import Cluster, FaultPlan, History, NodeSpec, SimclusterError
 from .progress import make_progress
@@ -62,9 +63,9 @@ def _run(args) -> int:
     if not os.path.exists(args.script):
         print(f"simcluster run: no such script: {args.script}", file=sys.stderr)
         return 2
-    history_path = args.history or _default_history()
-    cluster = Cluster(nodes=specs, provider=args.provider, history_path=history_path,
+    cluster = Cluster(nodes=specs, provider=args.provider, history_path=args.history,
                       faults=plan)
+    history_path = cluster.history.path
     progress = make_progress(cluster.history, quiet=args.quiet, stream=sys.stderr)
     child = None
     try:
@@ -91,11 +92,6 @@ def _run(args) -> int:
           f"history: {history_path} (read it with `simcluster history {history_path}`)",
           file=sys.stderr)
     return 128 - code if code < 0 else code
-
-
-def _default_history() -> str:
-    return os.path.abspath(f"simcluster-history-{time.strftime('%Y%m%d-%H%M%S')}-"
-                           f"{os.getpid()}.jsonl")
 
 
 def format_event(event: dict, t0: float) -> str:
@@ -137,7 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--nodes", default="1x4cpu", help="node groups, e.g. 2x4cpu,1x2gpu")
     run.add_argument("--faults", help="a fault plan (JSON, FaultPlan.to_json)")
     run.add_argument("--provider", default="process", choices=["process", "netns", "docker"])
-    run.add_argument("--history", help="history file (default: ./simcluster-history-*.jsonl)")
+    run.add_argument("--history", help="history file (default: a new file in the state folder, "
+                                       "$SIMCLUSTER_STATE_DIR/history or "
+                                       "~/.local/state/simcluster/history)")
     run.add_argument("--quiet", action="store_true", help="no progress display")
     run.add_argument("script")
     run.add_argument("args", nargs=argparse.REMAINDER)

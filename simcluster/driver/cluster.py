@@ -28,7 +28,9 @@ class Cluster(Endpoint):
 
     `preload`: modules the node factory imports once, so that every node and worker starts
     with them (e.g. a heavy framework). `grace_s`: default grace of `remove_node`.
-    `history_path`: the history file (None: a new temporary file, kept after close).
+    `history_path`: the history file (None: a new file in the per-user state folder,
+    `$SIMCLUSTER_STATE_DIR/history` or `~/.local/state/simcluster/history`, kept after close;
+    that folder is bounded, see `simcluster._state`).
     `provider`: "process", "netns", "docker" or a `Provider` (see `providers/base.py`).
     `faults`: a `FaultPlan` to run from the start: its event triggers see the first nodes come
     up, its time triggers count from when they are; `run_plan` starts one later."""

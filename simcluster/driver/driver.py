@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import signal
 import socket
 import threading
 import time
@@ -21,7 +20,8 @@ import time
 from .. import _proc
 from .._errors import NodeDownError, PlacementTimeout, SimclusterError
 from .._history import History
-from .._wire import CTRL, loads, write_key
+from .._keys import write_key
+from .._wire import CTRL, loads
 from .factory_client import NodeFactory
 from .loop import Loop
 from .node_ops import NodeOps, NodeRec
@@ -39,10 +39,14 @@ class Driver(NodeOps, WorkerOps):
         self.provider = provider
         self.secret = os.urandom(32)
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.listener.bind((host, 0))
-        self.listener.listen(1024)
-        self.address = f"{host}:{self.listener.getsockname()[1]}"
-        self.key_path = write_key(self.address, self.secret)
+        try:
+            self.listener.bind((host, 0))
+            self.listener.listen(1024)
+            self.address = f"{host}:{self.listener.getsockname()[1]}"
+            self.key_path = write_key(self.address, self.secret)
+        except BaseException:
+            self.listener.close()
+            raise
         self.history, self.preload, self.grace_s = history, preload, grace_s
         self.lock = threading.RLock()
         self.cond = threading.Condition(self.lock)
@@ -180,7 +184,8 @@ class Driver(NodeOps, WorkerOps):
             live = [r for r in self.nodes.values() if r.node.state != "down"]
             for rec in [*live, *self.starting.values()]:
                 rec.down_reason = "shutdown"
-                _proc.killpg(rec.pid, signal.SIGKILL)
+            # Every node's tree at once: what its workers started dies with it.
+            _proc.kill_trees([rec.pid for rec in [*live, *self.starting.values()]])
         # close() may be called from a callback, i.e. on the loop thread: nothing to wait for
         # there (the loop delivers the exits after the callback returns), and no self-join.
         on_loop = threading.current_thread() is self.loop

@@ -121,7 +121,7 @@ class NodeOps:
             rec.down_reason = reason
             if action:
                 self.history.record("fault", action=action, node=rec.node.id, **(cause or {}))
-            _proc.killpg(rec.pid, signal.SIGKILL)
+            _proc.kill_trees([rec.pid])
         return True
 
     def remove_node(self, node, graceful: bool, grace_s: float | None, timeout_s: float) -> None:
@@ -132,14 +132,14 @@ class NodeOps:
                 return
             rec.down_reason = "removed"
             if not graceful:
-                _proc.killpg(rec.pid, signal.SIGKILL)
+                _proc.kill_trees([rec.pid])
         if graceful:
             grace = self.grace_s if grace_s is None else grace_s
             self.resume_node(rec.node)
             self._tell_node(rec, {"op": "stop", "grace_s": grace})
             if rec.gone.wait(grace + timeout_s):
                 return
-            _proc.killpg(rec.pid, signal.SIGKILL)
+            _proc.kill_trees([rec.pid])
         self._await_gone(rec, timeout_s)
 
     def _await_gone(self, rec: NodeRec, timeout_s: float) -> None:

@@ -6,7 +6,7 @@ then depends on whether it can be done without waiting:
 
 - inline, right there, before the triggering event has any other effect: kill a worker
   (a signal), raise in a worker / preemption notices (a FAULT frame on the worker's
-  socket), arm an upload fault, kill a node (SIGKILL to its group, no waiting). A message
+  socket), arm an upload fault, kill a node (SIGKILL to its tree, no waiting). A message
   is recorded before it is handed to its owner, so "kill worker X at its 3rd message"
   strikes before the driver can answer that message: replays see the same history.
 - on the plan's own thread: everything that waits for the cluster (pause, resume,

@@ -20,6 +20,7 @@ from typing import Any
 
 from .._errors import ChannelClosed
 from .._history import History
+from .._keys import read_key
 from .._spec import Node, NodeSpec
 from .._wire import (
     CTRL,
@@ -30,7 +31,6 @@ from .._wire import (
     dumps,
     loads,
     parse_address,
-    read_key,
     send_frame,
 )
 from .endpoint import Endpoint, Placement, WorkerHandle

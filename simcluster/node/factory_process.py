@@ -11,10 +11,13 @@ supervisor, which then makes itself a session and process group of its own (`set
                                             a fork; {"pid", "code", "signal"} when a
                                             supervisor exits (reaped via its pidfd)
 
-Parent-death chain: the factory dies with the driver's event-loop thread, each supervisor
-with the factory, each worker with its supervisor (all PR_SET_PDEATHSIG). The factory holds no
-state worth keeping: when stdin closes (the driver is done) it exits, and its nodes die.
-Single-threaded, like the supervisors, because it forks.
+Parent-death chain (PR_SET_PDEATHSIG): the factory gets SIGTERM when the driver's event-loop
+thread ends, each supervisor SIGTERM when the factory exits, each worker SIGKILL when its
+supervisor does. SIGTERM, because a supervisor must kill its tree before it goes (see
+`node/supervisor.py`), and the factory, before it exits (on that signal, or when stdin
+closes: the driver is done), resumes every supervisor with SIGCONT, since a paused node
+could not run its handler. The factory holds no state worth keeping. Single-threaded, like
+the supervisors, because it forks.
 """
 
 from __future__ import annotations
@@ -23,20 +26,24 @@ import importlib
 import json
 import os
 import selectors
+import signal
 import sys
 
-from .._proc import die_with_parent, enter_netns, exit_fields
+from .._proc import die_with_parent, enter_netns, exit_fields, on_signal
 
 
 def main() -> None:
     stdin = os.fdopen(0, "rb", buffering=0)
     boot = json.loads(_read_line(stdin))
-    die_with_parent(boot["driver_pid"])
+    on_signal(signal.SIGTERM, lambda: os._exit(0))  # no nodes yet
+    die_with_parent(boot["driver_pid"], signal.SIGTERM)
     sys.path[:] = boot["sys_path"] + [p for p in sys.path if p not in boot["sys_path"]]
     for module in boot.get("preload", ()):
         importlib.import_module(module)
     from . import supervisor  # warm: every node needs it
-    Factory(stdin, os.fdopen(boot["events_fd"], "wb", buffering=0), boot, supervisor).run()
+    factory = Factory(stdin, os.fdopen(boot["events_fd"], "wb", buffering=0), boot, supervisor)
+    on_signal(signal.SIGTERM, factory.leave)
+    factory.run()
 
 
 def _read_line(stream) -> bytes:
@@ -69,11 +76,21 @@ class Factory:
     def _read_commands(self) -> None:
         data = os.read(self.commands.fileno(), 1 << 16)
         if not data:
-            os._exit(0)  # the driver closed us: our nodes go with us (parent-death signal)
+            self.leave()  # the driver closed us: our nodes go with us (parent-death signal)
         self.buffer += data
         while b"\n" in self.buffer:
             line, self.buffer = self.buffer.split(b"\n", 1)
             self._spawn(json.loads(line))
+
+    def leave(self):
+        """Resume every node (a paused one could not act on its parent-death signal), exit."""
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        for pidfd in self.pidfds.values():
+            try:
+                signal.pidfd_send_signal(pidfd, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        os._exit(0)
 
     def _spawn(self, node: dict) -> None:
         for stream in (sys.stdout, sys.stderr):
@@ -93,7 +110,7 @@ class Factory:
 
     def _become_node(self, node: dict, factory_pid: int) -> None:
         try:
-            die_with_parent(factory_pid)
+            die_with_parent(factory_pid, signal.SIGTERM)  # handled from `run_node` on
             os.setsid()  # the node's own session and process group: killpg(pid) reaches it all
             if node.get("netns"):
                 enter_netns(node["netns"])  # before connecting: the node lives in there
@@ -123,4 +140,4 @@ class Factory:
         try:
             self.events.write((json.dumps(msg) + "\n").encode())
         except OSError:
-            os._exit(1)  # the driver is gone
+            self.leave()  # the driver is gone

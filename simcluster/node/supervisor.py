@@ -16,7 +16,21 @@ so an exit is seen, reaped and reported within one loop turn. Commands from the 
                                      grace_s, report the exits, say `bye` and exit
     child exit                       -> exited {worker, code, signal}
 
-If the driver connection closes (the driver died), the supervisor kills its process group.
+Nothing a worker starts outlives it. The supervisor and each worker are child subreapers, so
+a live worker's whole tree (double-forked daemons in their own sessions included) stays
+below that worker, and when a worker exits its leftovers are re-parented to the supervisor.
+Then every descendant of the supervisor outside the live workers' trees is a leftover of an
+exited worker: the supervisor kills and reaps them *before* it reports the exit, so a new
+attempt started on that report never runs beside the old attempt's processes.
+
+The supervisor kills its whole tree and exits when its driver goes away: the driver
+connection closes, or the parent-death signal arrives (SIGTERM, not SIGKILL, so that there
+is a handler to do it; the factory resumes paused supervisors before it exits, or a frozen
+one could not run the handler). Hazards: the handler may run at any point of the loop, so
+it touches no state but /proc and ends in `os._exit`; a worker must not keep it (it resets
+SIGTERM first thing, and `on_signal` falls back to the default action in a child that has
+not yet); the reaping is by pid, never `waitpid(-1)`, which could steal a worker's status
+from its pidfd.
 """
 
 from __future__ import annotations
@@ -28,7 +42,7 @@ import sys
 import time
 import traceback
 
-from .._proc import exit_fields
+from .._proc import become_subreaper, exit_fields, kill_descendants, on_signal, reap
 from .._wire import (
     CTRL,
     MAX_FRAME,
@@ -41,10 +55,14 @@ from .._wire import (
 )
 from . import worker_process
 
+LEFTOVER_WAIT_S = 2.0  # a worker's SIGKILLed leftovers die in ms; D state can take longer
+
 
 def run_node(boot: dict) -> None:
     """Run a node in this (freshly forked) process: connect, authenticate, serve."""
     try:
+        become_subreaper()
+        on_signal(signal.SIGTERM, lambda: leave(1))
         sock = connect_socket(boot["address"], boot["node_address"])
         client_handshake(sock, bytes.fromhex(boot["secret"]), "node",
                          f"{boot['node_id']} {os.getpid()}")
@@ -52,6 +70,13 @@ def run_node(boot: dict) -> None:
         traceback.print_exc()
         os._exit(70)
     Supervisor(sock, boot).run()
+
+
+def leave(code: int):
+    """Kill every process below this one and exit (never returns)."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    kill_descendants([os.getpid()])
+    os._exit(code)
 
 
 class Supervisor:
@@ -65,17 +90,21 @@ class Supervisor:
         self.pids: dict[str, int] = {}                   # worker id -> pid
         self.stop_at: float | None = None
         self.killed_rest = False
+        self.unreaped: dict[int, str] = {}               # leftovers not dead in time
 
     def run(self) -> None:
         while True:
             timeout = None
             if self.stop_at is not None and not self.killed_rest:
                 timeout = max(0.0, self.stop_at - time.monotonic())
+            exited = []
             for key, _ in self.sel.select(timeout):
                 if key.data is None:
                     self._read_driver()
                 else:
-                    self._reap(key.data)
+                    exited.append(key.data)
+            if exited:
+                self._reap(exited)
             if self.stop_at is not None:
                 if not self.children:
                     self._send({"op": "bye"})
@@ -96,9 +125,7 @@ class Supervisor:
             self._command(loads(payload))
 
     def _driver_gone(self) -> None:
-        # Our whole process group (us and every worker) goes at once.
-        os.killpg(os.getpgrp(), signal.SIGKILL)
-        os._exit(1)
+        leave(1)
 
     def _command(self, msg: dict) -> None:
         op = msg["op"]
@@ -148,14 +175,25 @@ class Supervisor:
             os.close(pidfd)
         self.children.clear()
 
-    def _reap(self, pid: int) -> None:
-        worker, pidfd = self.children.pop(pid)
-        self.pids.pop(worker, None)
-        self.sel.unregister(pidfd)
-        os.close(pidfd)
-        _, status = os.waitpid(pid, 0)
-        code, sig = exit_fields(status)
-        self._send({"op": "exited", "worker": worker, "code": code, "signal": sig})
+    def _reap(self, pids: list[int]) -> None:
+        """Workers that exited (their pidfds are readable): reap them, kill what they left
+        behind (one /proc walk for all of them), then report each exit."""
+        reports = []
+        for pid in pids:
+            worker, pidfd = self.children.pop(pid)
+            self.pids.pop(worker, None)
+            self.sel.unregister(pidfd)
+            os.close(pidfd)
+            _, status = os.waitpid(pid, 0)
+            code, sig = exit_fields(status)
+            reports.append({"op": "exited", "worker": worker, "code": code, "signal": sig})
+        # Re-parented to us by the time a pidfd is readable (the kernel moves a dying
+        # process's children before it notifies), so nothing escapes this walk.
+        left = kill_descendants([os.getpid()], spare=self.children)
+        # Earlier leftovers that would not die in time get another look, but no more wait.
+        self.unreaped = {**reap(self.unreaped, 0.0), **reap(left, LEFTOVER_WAIT_S)}
+        for msg in reports:
+            self._send(msg)
 
     @staticmethod
     def _signal(pid: int, sig: int) -> None:

@@ -1,28 +1,32 @@
 """Inside a worker process: its identity, its channel to the driver, and how it runs `fn`.
 
 Design note. A worker is a child forked by its node's supervisor (see `node/supervisor.py`).
-Right after the fork it asks for SIGKILL when the supervisor dies, drops the supervisor's
-descriptors, opens its own authenticated connection to the driver (the persistent socket its
-channel uses), and only then unpickles and runs `fn`. Its outcome - the return value, the
-exception with its traceback, or a SystemExit code - goes back as one RESULT frame, the last
-frame on that socket; the supervisor reports the exit status separately, and the driver
-joins the two (see `driver/worker_ops.py`).
+Right after the fork it takes back the default SIGTERM (the supervisor's handler is not
+for it), asks for SIGKILL when the supervisor dies, becomes a child subreaper (what `fn`
+starts stays in its tree, and the supervisor kills that tree when the worker exits; the
+price: an orphaned grandchild that exits stays a zombie until the worker does), drops the
+supervisor's descriptors, opens its own authenticated connection to the driver (the
+persistent socket its channel uses), and only then unpickles and runs `fn`. Its outcome -
+the return value, the exception with its traceback, or a SystemExit code - goes back as one
+RESULT frame, the last frame on that socket; the supervisor reports the exit status
+separately, and the driver joins the two (see `driver/worker_ops.py`).
 
 The child leaves with `os._exit`: it must never unwind into the supervisor's loop it was
 forked from, and it does not run the supervisor's atexit handlers. Threads `fn` started do
-not keep a worker alive once `fn` returns.
+not keep a worker alive once `fn` returns, nor do the processes it started outlive it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable
 
 from .._errors import ChannelClosed, RemoteError
-from .._proc import die_with_parent
+from .._proc import become_subreaper, die_with_parent
 from .._wire import client_handshake, connect_socket, loads, pack_message
 from .worker_channel import WorkerChannel
 
@@ -96,7 +100,9 @@ def child_main(boot: dict, start: dict, supervisor_pid: int, armed_fd: int,
     the supervisor that this process now dies with it."""
     global _current, _channel
     try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         die_with_parent(supervisor_pid)
+        become_subreaper()
         os.write(armed_fd, b"1")
         os.close(armed_fd)
         drop_fds()

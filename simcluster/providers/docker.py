@@ -24,7 +24,7 @@ import sys
 import threading
 
 from .._errors import SimclusterError
-from .._wire import key_path
+from .._keys import key_path
 from ..procfs import start_time
 from .base import Provider, base36
 
@@ -153,7 +153,7 @@ def node_main() -> None:
     """A node in a container: boot from the environment, secret from the mounted key."""
     boot = json.loads(os.environ.pop("SIMCLUSTER_BOOT"))
     sys.path[:0] = [p for p in boot["sys_path"] if p not in sys.path]
-    boot["secret"] = key_path(boot["address"]).read_text().strip()
+    boot["secret"] = key_path(boot["address"]).read_text().split()[0]  # line 1: the secret
     os.setsid()
     from ..node.supervisor import run_node
 

@@ -27,14 +27,13 @@ class DropsLatest(_Variant):
     def patch(self):
         from reference.train._internal.storage.checkpoint_manager import CheckpointManager
 
-        def evict_all_but_best(manager):
+        def evict_all_but_best(manager, results, latest):
             k = manager._num_to_keep
-            if k is None or len(manager._results) <= k:
+            if k is None or len(results) <= k:
                 return []
-            evicted, manager._results = manager._results[:-k], manager._results[-k:]
-            return evicted
+            return list(range(len(results) - k))  # the latest is not protected
 
-        CheckpointManager._apply_retention = evict_all_but_best
+        CheckpointManager._retention = evict_all_but_best
 
 
 class IgnoresMaxFailures(_Variant):

@@ -11,6 +11,7 @@ import struct
 import pytest
 
 from simcluster import AuthenticationError, NodeSpec, worker
+from simcluster._keys import read_key
 from simcluster._wire import (
     CHALLENGE,
     CTRL,
@@ -25,7 +26,6 @@ from simcluster._wire import (
     connect_socket,
     frame,
     parse_address,
-    read_key,
     recv_frame,
 )
 

@@ -2,9 +2,10 @@
 
 No workers, no storage, no retries. `report` only remembers the last call: its metrics
 become `Result.metrics` (with or without a checkpoint), and its checkpoint (None when it had
-none) is what `get_checkpoint()` and `Result.checkpoint` return. Exceptions propagate
-unwrapped. Unlike Ray, the session is cleared when the function returns, so the utilities
-raise again outside the function.
+none) is what `get_checkpoint()` and `Result.checkpoint` return; nothing is registered, so
+`get_all_reported_checkpoints()` is `[]`. Exceptions propagate unwrapped. Unlike Ray, the
+session is cleared when the function returns, so the utilities raise again outside the
+function.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ class LocalSession(Session):
 
     def get_checkpoint(self):
         return self.last_checkpoint
+
+    def get_all_reported_checkpoints(self, consistency_mode, timeout_s) -> list:
+        return []  # nothing is registered in local mode
 
     def get_dataset_shard(self, name):
         if not self._datasets or name not in self._datasets:

@@ -29,8 +29,9 @@ class Session(abc.ABC):
         raise KeyError(f"Dataset shard for {name!r} not found: pass the dataset to the trainer "
                        "as `datasets={name: dataset}`.")
 
+    @abc.abstractmethod
     def get_all_reported_checkpoints(self, consistency_mode, timeout_s) -> list:
-        return []
+        """`ReportedCheckpoint`s of the checkpoints the run holds, worst to best."""
 
 
 def set_session(session: Session | None) -> None:

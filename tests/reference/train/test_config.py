@@ -61,6 +61,25 @@ def test_scaling_config_rejects(kwargs, exc_type):
     assert type(info.value) is exc_type
 
 
+@pytest.mark.parametrize("amount", ["1", "0.5", "one", b"1", [1], None])
+def test_resource_amounts_must_be_numbers(amount):
+    # Ray 2.60 takes these at construction and fails to place the workers in fit().
+    with pytest.raises(ValueError, match=r"resources_per_worker=.*values must be numbers; "
+                                         r"got CPU=") as info:
+        ScalingConfig(num_workers=2, resources_per_worker={"CPU": amount})
+    assert type(amount).__name__ in str(info.value)
+
+
+def test_numeric_string_amount_suggests_the_number():
+    with pytest.raises(ValueError, match=r"e\.g\. resources_per_worker=\{'CPU': 1\.0\}"):
+        ScalingConfig(resources_per_worker={"CPU": "1"})
+
+
+@pytest.mark.parametrize("amount", [1, 0.5, True, 1e9])
+def test_numeric_resource_amounts_are_accepted(amount):
+    assert ScalingConfig(resources_per_worker={"CPU": amount}).num_cpus_per_worker == amount
+
+
 @pytest.mark.parametrize("kwargs", [
     {"num_workers": True},  # bool is an int
     {"use_gpu": True, "resources_per_worker": {"GPU": 0}},  # GPU falls back to 1

@@ -4,6 +4,7 @@ outcome (the same exception type, or equal reprs and derived values). Skipped wi
 from __future__ import annotations
 
 import copy
+import numbers
 import re
 
 import pytest
@@ -67,6 +68,14 @@ _TYPES = st.sampled_from([None, "", "TPU-V4", "TPU-V5P", "TPU-V6E", "TPU-V5LITEP
     "trainer_resources": st.one_of(st.none(), st.just({}), st.just({"CPU": 1})),
 }))
 def test_scaling_config_matches_ray(kwargs):
+    resources = kwargs.get("resources_per_worker") or {}
+    not_numbers = [v for v in resources.values() if not isinstance(v, numbers.Real)]
+    if not_numbers and _outcome(lambda: ray_train.ScalingConfig(**copy.deepcopy(kwargs)))[0] == "ok":
+        # A deliberate departure (clause scaling.resource-amounts): Ray takes the amount here
+        # and fails to place the workers in fit(); the reference refuses it at once.
+        with pytest.raises(ValueError, match="values must be numbers"):
+            ref.ScalingConfig(**copy.deepcopy(kwargs))
+        return
     _same(kwargs, ray_train.ScalingConfig, ref.ScalingConfig, _DERIVED)
 
 

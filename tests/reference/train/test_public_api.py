@@ -16,8 +16,8 @@ import reference.train as train
 OWN = [
     "Checkpoint", "CheckpointConfig", "CheckpointConsistencyMode", "CheckpointUploadMode",
     "ControllerError", "FailureConfig", "LoggingConfig", "NCCLHangError", "PreemptionError",
-    "Result", "RunConfig", "ScalingConfig", "TrainingFailedError", "UserCallback",
-    "WorkerGroupError",
+    "ReportedCheckpoint", "ReportedCheckpointStatus", "Result", "RunConfig", "ScalingConfig",
+    "TrainingFailedError", "UserCallback", "WorkerGroupError",
 ]
 
 # Public attributes Ray has that we leave out on purpose, with the reason.

@@ -11,13 +11,20 @@ Ordering hazards, and how they are kept:
   manager's latest checkpoint, which is at least that one.
 - A failed group is shut down (every process gone, resources free) before the next one is
   started, so two attempts never run at once.
+- An attempt's staging folders are discarded only after its group is shut down (no rank
+  of it can still be writing), whenever the attempt ends: a failed round leaves nothing
+  behind, not even the files of a rank that staged and died before its Report was sent.
+- A round some ranks reported and others did not is logged every
+  `report_warn_interval_s`, naming the ranks still missing (a rank that returned early or
+  is stuck elsewhere hangs the others in report(), which is otherwise silent).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from reference.train._internal.controller import states as S
 from reference.train._internal.controller.policies import FailurePolicy, ScalingPolicy
@@ -39,6 +46,34 @@ class NeverSchedulable(StartRejected):
     """The request can never fit on the cluster: waiting would be forever."""
 
 
+#: Ray Train's variable for how often a rank-synchronizing call that not every rank has
+#: reached is logged (ray/train/v2/_internal/constants.py; read by
+#: execution/worker_group/worker_group.py:WorkerGroup.__init__ and applied by
+#: execution/checkpoint/sync_actor.py:SynchronizationActor.broadcast_from_rank_zero,
+#: which every report() enters). Default 60 s there too.
+COLLECTIVE_WARN_INTERVAL_S_ENV_VAR = "RAY_TRAIN_COLLECTIVE_WARN_INTERVAL_S"
+DEFAULT_COLLECTIVE_WARN_INTERVAL_S = 60.0
+
+
+def collective_warn_interval_s(environ: Mapping[str, str] = os.environ) -> float:
+    """The report-wait warning interval from the environment, as Ray reads it: a value that
+    is not a number is logged and the default used. Unlike Ray, a value <= 0 (which would
+    log without pause there) is treated the same way."""
+    raw = environ.get(COLLECTIVE_WARN_INTERVAL_S_ENV_VAR)
+    if raw is None:
+        return DEFAULT_COLLECTIVE_WARN_INTERVAL_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not value > 0:
+        logger.warning("%s=%r is not a positive number of seconds; using the default %s s.",
+                       COLLECTIVE_WARN_INTERVAL_S_ENV_VAR, raw,
+                       DEFAULT_COLLECTIVE_WARN_INTERVAL_S)
+        return DEFAULT_COLLECTIVE_WARN_INTERVAL_S
+    return value
+
+
 class Controller:
     def __init__(
         self,
@@ -49,10 +84,12 @@ class Controller:
         failure_policy: FailurePolicy,
         scaling_policy: ScalingPolicy,
         commit_round: Callable[[int, int, str | None, Any], Any],
+        discard_staging: Callable[[int], None] = lambda attempt: None,
         clock: Callable[[], float] = time.monotonic,
         callbacks: tuple = (),
         capacity_wait_s: float = 0.2,
         setup_retries: int = 2,
+        report_warn_interval_s: float = DEFAULT_COLLECTIVE_WARN_INTERVAL_S,
     ):
         self.spec = spec
         self.factory = factory
@@ -60,6 +97,9 @@ class Controller:
         self.failure_policy = failure_policy
         self.scaling_policy = scaling_policy
         self.commit_round = commit_round
+        #: discard_staging(attempt): remove every staging folder of that attempt
+        self.discard_staging = discard_staging
+        self.report_warn_interval_s = report_warn_interval_s
         self.clock = clock
         self.callbacks = callbacks
         self.capacity_wait_s = capacity_wait_s
@@ -91,7 +131,18 @@ class Controller:
 
     def _shutdown_group(self) -> None:
         if isinstance(self.state, S.Running):
-            self.state.group.shutdown()
+            self._end_attempt(self.state)
+
+    def _end_attempt(self, state: S.Running) -> None:
+        """Stop the attempt's workers, then drop what its unfinished rounds staged."""
+        state.group.shutdown()
+        self._discard(state.attempt)
+
+    def _discard(self, attempt: int) -> None:
+        try:
+            self.discard_staging(attempt)
+        except Exception:  # noqa: BLE001 - litter must not fail a run (next fit removes it)
+            logger.exception("Could not remove the staging folders of attempt %d", attempt)
 
     # ------------------------------------------------------------ handlers
     def _on_initializing(self, state):
@@ -108,8 +159,10 @@ class Controller:
         try:
             group = self.factory.start(group_spec)
         except StartRejected as exc:
+            self._discard(state.attempt)  # ranks that did start may have staged already
             return S.Errored(self._controller_error(exc)), f"cannot start: {exc}"
         except GroupStartError as exc:
+            self._discard(state.attempt)
             decision = self.failure_policy.decide("controller")
             if not decision.retry:
                 return S.Errored(self._controller_error(exc)), f"start failed: {decision}"
@@ -121,11 +174,15 @@ class Controller:
                 f"({decision.reason})")
 
     def _on_running(self, state: S.Running):
-        timeout = None
+        wakeups = [*state.report_warn_at.values()]
         if state.next_resize_check is not None:
-            timeout = max(0.0, state.next_resize_check - self.clock())
+            wakeups.append(state.next_resize_check)
+        timeout = max(0.0, min(wakeups) - self.clock()) if wakeups else None
         event = state.group.next_event(timeout)
         if event is None:
+            due = sorted(i for i, at in state.report_warn_at.items() if at <= self.clock())
+            if due:
+                return self._warn_unreported(state, due)
             return self._check_resize(state)
         if isinstance(event, Report):
             return self._on_report(state, event)
@@ -133,18 +190,24 @@ class Controller:
             state.finished[event.rank] = event.value
             if len(state.finished) < state.size:
                 return state, f"rank {event.rank} returned"
-            state.group.shutdown()
+            self._end_attempt(state)
             return S.Finished(state.finished.get(0)), "every rank returned"
         if isinstance(event, Failed):
             return self._on_failure(state, event)
         raise TypeError(f"unexpected worker-group event {event!r}")
 
     def _on_report(self, state: S.Running, report: Report):
+        if report.index not in state.round_started:
+            now = self.clock()
+            state.round_started[report.index] = now
+            state.report_warn_at[report.index] = now + self.report_warn_interval_s
         arrived = state.rounds.setdefault(report.index, {})
         arrived[report.rank] = report
         if len(arrived) < state.size:
             return state, f"rank {report.rank} reported round {report.index}"
         del state.rounds[report.index]
+        state.round_started.pop(report.index, None)
+        state.report_warn_at.pop(report.index, None)
         ordered = [arrived[r] for r in sorted(arrived)]
         metrics = ordered[0].metrics
         staged = any(r.staged for r in ordered)
@@ -164,13 +227,33 @@ class Controller:
         what = "with a checkpoint" if checkpoint is not None else "metrics only"
         return state, f"round {report.index} consolidated ({what})"
 
+    def _warn_unreported(self, state: S.Running, due: list[int]):
+        # Ray logs this from rank 0's wait only (so not at all while rank 0 is the one
+        # missing); here any round that some rank waits in is logged.
+        now, interval = self.clock(), self.report_warn_interval_s
+        lines = []
+        for index in due:
+            arrived = sorted(state.rounds.get(index, ()))
+            missing = sorted(set(range(state.size)) - set(arrived))
+            logger.warning(
+                "train.report() round %d: world ranks %s have waited %.2f s for world ranks "
+                "%s to report too (%d workers). Every rank must call report() the same "
+                "number of times; a rank that returned early or is stuck elsewhere keeps "
+                "the others waiting. Set %s to change how often this is logged (now every "
+                "%g s).",
+                index, arrived, now - state.round_started[index], missing, state.size,
+                COLLECTIVE_WARN_INTERVAL_S_ENV_VAR, interval)
+            state.report_warn_at[index] = now + interval
+            lines.append(f"round {index} waits for ranks {missing}")
+        return state, "; ".join(lines)
+
     def _on_failure(self, state: S.Running, first: Failed):
         failures = {first.rank: first}
         # Failures that arrived together are reported together (e.g. a node loss).
         while (event := state.group.next_event(0)) is not None:
             if isinstance(event, Failed):
                 failures.setdefault(event.rank, event)
-        state.group.shutdown()
+        self._end_attempt(state)
         setup = [f for f in failures.values() if f.setup]
         if setup:
             # A backend setup can fail for good (a bad backend name) or by chance (a
@@ -205,7 +288,7 @@ class Controller:
         state.next_resize_check = self.clock() + self.scaling_policy.monitor_interval_s
         if decision.size is None:
             return state, f"resize check: {decision.reason}"
-        state.group.shutdown()
+        self._end_attempt(state)
         return S.Resizing(state.attempt, decision.size), decision.reason
 
     def _on_restarting(self, state: S.Restarting):

@@ -4,25 +4,45 @@ checkpoints worst to best, their metrics as a DataFrame, rank 0's return value).
 
 from __future__ import annotations
 
+import functools
+import logging
 import uuid
 
 import cloudpickle
+import pyarrow.fs as pafs
 
 from reference.train._internal.controller import states as S
-from reference.train._internal.controller.controller import Controller
+from reference.train._internal.controller.controller import (
+    Controller,
+    collective_warn_interval_s,
+)
 from reference.train._internal.controller.policies import FailurePolicy, ScalingPolicy
 from reference.train._internal.storage import fs_utils
 from reference.train._internal.storage.checkpoint_manager import CheckpointManager
 from reference.train._internal.storage.persist import persist_as_checkpoint, remove_temporaries
+from reference.train._internal.storage.run_lock import acquire_run_lock, take_over_requested
 from reference.train._internal.storage.storage_context import StorageContext
+
+logger = logging.getLogger(__name__)
 
 
 def run_distributed(trainer, train_fn):
+    rc = trainer.run_config
+    storage = StorageContext(rc.storage_path, rc.name, rc.storage_filesystem)
+    # One fit owns a run folder at a time: taken before anything in it is cleaned up or
+    # restored, released however the fit ends (storage/run_lock.py).
+    lock = acquire_run_lock(storage, take_over=take_over_requested())
+    try:
+        return _run_owned(trainer, train_fn, storage)
+    finally:
+        lock.release()
+
+
+def _run_owned(trainer, train_fn, storage):
     from reference._runtime import ensure_cluster
     from reference.train._internal.worker_group.simcluster_group import SimclusterGroupFactory
 
     rc, sc = trainer.run_config, trainer.scaling_config
-    storage = StorageContext(rc.storage_path, rc.name, rc.storage_filesystem)
     remove_temporaries(storage)
     manager = CheckpointManager(storage, rc.checkpoint_config)
     # Staging folders carry the temporary prefix, so a crashed run's leftovers are removed
@@ -31,9 +51,7 @@ def run_distributed(trainer, train_fn):
                                    f"{fs_utils.TEMP_PREFIX}stage-{uuid.uuid4().hex[:8]}")
 
     def commit_round(attempt: int, index: int, dir_name: str | None, metrics):
-        name = dir_name or storage.make_default_checkpoint_dir_name()
-        staged = (storage.storage_filesystem, f"{staging_prefix}-a{attempt}-{index}")
-        return persist_as_checkpoint(storage, [staged], name, mode="move")
+        return commit_staged(storage, staging_prefix, attempt, index, dir_name)
 
     backend_config = trainer.backend_config
     backend = backend_config.backend_cls()
@@ -52,12 +70,46 @@ def run_distributed(trainer, train_fn):
         failure_policy=FailurePolicy.from_config(rc.failure_config),
         scaling_policy=ScalingPolicy.from_config(sc),
         commit_round=commit_round,
+        discard_staging=functools.partial(discard_staged, storage, staging_prefix),
+        report_warn_interval_s=collective_warn_interval_s(),
         callbacks=tuple(rc.callbacks or ()),
     )
     final = controller.run()
     if isinstance(final, S.Errored):
         raise final.error
     return build_result(manager, storage, final.return_value)
+
+
+def commit_staged(storage, prefix: str, attempt: int, index: int, dir_name: str | None):
+    """Commit round `index`'s staging folder as a checkpoint. The staging folder is gone
+    afterwards, whether the commit worked or raised: a local commit renames it away, while
+    filesystems without a directory rename (object stores, moves that copy) leave it to be
+    removed here."""
+    name = dir_name or storage.make_default_checkpoint_dir_name()
+    staged = f"{prefix}-a{attempt}-{index}"
+    try:
+        return persist_as_checkpoint(storage, [(storage.storage_filesystem, staged)], name,
+                                     mode="move")
+    finally:
+        _remove_quietly(storage.storage_filesystem, staged)
+
+
+def discard_staged(storage, prefix: str, attempt: int) -> None:
+    """Remove every staging folder of `attempt` (its group is gone): the rounds that never
+    completed, including a round only a rank that then died had staged files for."""
+    fs, head = storage.storage_filesystem, f"{prefix.rsplit('/', 1)[-1]}-a{attempt}-"
+    selector = pafs.FileSelector(storage.experiment_fs_path, allow_not_found=True)
+    for info in fs.get_file_info(selector):
+        if info.base_name.startswith(head):
+            _remove_quietly(fs, info.path)
+
+
+def _remove_quietly(fs, fs_path: str) -> None:
+    try:
+        if fs_utils.exists(fs, fs_path):
+            fs_utils.delete_path(fs, fs_path)
+    except Exception:  # noqa: BLE001 - a leftover `.tmp-` folder is removed by the next fit
+        logger.exception("Could not remove the staging folder %r", fs_path)
 
 
 def build_result(manager, storage, return_value):

@@ -6,6 +6,7 @@
     SCHEDULING   --request can never fit / start failed, no budget--> ERRORED
     SCHEDULING   --start failed, controller budget left-------> RESTARTING
     RUNNING      --a report round completed (persist, register, ack)--> RUNNING
+    RUNNING      --a round some ranks have not reported waited an interval (logged)--> RUNNING
     RUNNING      --every rank returned------------------------> FINISHED
     RUNNING      --a worker failed, failure budget left-------> RESTARTING
     RUNNING      --a worker failed, budget spent--------------> ERRORED
@@ -15,6 +16,8 @@
 
 A restart or resize always replaces the whole group; every worker of the new group starts
 from the latest registered checkpoint. A resize is not charged to any failure budget.
+Whenever an attempt ends (finished, failed, resized, aborted, or its start failed), its
+group is shut down first and then every staging folder of that attempt is removed.
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ class Running:
     size: int
     #: report index -> {rank: Report}
     rounds: dict = dataclasses.field(default_factory=dict)
+    #: report index -> clock() when its first rank reported / when to log it waits again
+    round_started: dict = dataclasses.field(default_factory=dict)
+    report_warn_at: dict = dataclasses.field(default_factory=dict)
     #: rank -> return value of ranks whose function returned
     finished: dict = dataclasses.field(default_factory=dict)
     next_resize_check: float | None = None

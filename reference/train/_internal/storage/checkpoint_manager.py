@@ -2,61 +2,48 @@
 
 Design note
 -----------
-Ordering (Ray Train 2.60's rules): registered checkpoints form one list ordered worst -> best.
-Without `checkpoint_score_attribute` that is report order. With one, each checkpoint's score
-is looked up in its metrics flattened with '/' (`{"a": {"b": 1}}` -> `"a/b"`); a missing key
-scores -inf (logged, not raised); the score is multiplied by -1 under `"min"`, so a missing
-key becomes the *best* under "min" (Ray's quirk, kept); NaN sorts below everything; equal
-scores are ordered by report index (later = better). A value that is not a number raises
-TypeError (or ValueError for array-likes), before any state changes. Deviations from Ray,
-both where Ray's behaviour is a defect: Ray only notices a non-numeric score when it compares
-two checkpoints (so the first one slips through); and a NaN score comes back from the snapshot
-as null, which makes Ray's resumed run fail at its next checkpoint, so a null score of a
-*restored* checkpoint is scored as NaN here.
+Ordering: checkpoint_order.py (Ray Train 2.60's rules, and where the reference departs).
 
 Retention: after each registration, with `num_to_keep = k`, the first len - k entries are
 evicted except the latest checkpoint, which always stays (so k + 1 folders can exist).
 `best_checkpoint_results` is the last k entries (all when k is None); it can omit the latest.
 
-Ordering hazard: state is updated, then the snapshot is written (atomically), then evicted
-folders are deleted. A crash after the snapshot leaves extra whole folders, never a snapshot
-naming a deleted one. A folder shared by two entries (a reused name) is not deleted while
-another retained entry names it.
+Ordering hazard: the snapshot naming the new state is written (atomically) before the
+registration counts in memory (the lists are put back when the write fails), and evicted
+folders are deleted only after it. A registration that fails (a full disk) changes nothing, in
+memory or on storage, so it can simply be retried; a crash after the snapshot leaves extra
+whole folders, never a snapshot naming a deleted one. A folder shared by two entries (a
+reused name) is not deleted while another retained entry names it.
+
+Cost per report: each entry's JSON is encoded once, when it is registered or restored, and
+its score is computed once; a report encodes its own entry, finds its place by bisection
+(a linear scan only for a restored list that is not in score order), and writes the snapshot
+assembled from the encoded entries. Only the bytes written grow with the number of kept
+checkpoints, so large metrics cost their size on every later report (warned once per run).
 """
 
 from __future__ import annotations
 
 import logging
-import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
-from reference.train._internal.storage import persist, snapshot
+from reference.train._internal.storage import checkpoint_order, persist, snapshot
+from reference.train._internal.storage.checkpoint_order import flatten_metrics
 from reference.train._internal.storage.snapshot import (
     CheckpointManagerInitializationError,
     ManagerSnapshot,
     SnapshotEntry,
 )
-from reference.train._internal.storage.storage_context import StorageContext
+from reference.train._internal.storage.storage_context import (
+    CHECKPOINT_MANAGER_SNAPSHOT_FILENAME,
+    StorageContext,
+)
 
 logger = logging.getLogger(__name__)
 
-
-def flatten_metrics(metrics: dict, delimiter: str = "/") -> dict:
-    """`{"a": {"b": 1}}` -> `{"a/b": 1}`, level by level; a flattened key replaces an
-    existing key of the same spelling (as Ray's flatten does)."""
-    flat = dict(metrics)
-    while True:
-        nested = [k for k, v in flat.items() if isinstance(v, dict)]
-        if not nested:
-            return flat
-        added = {}
-        for key in nested:
-            for sub, value in flat[key].items():
-                added[f"{key}{delimiter}{sub}"] = value
-        flat.update(added)
-        for key in nested:
-            del flat[key]
+# An entry's encoded metrics above this size are warned about (once per manager).
+LARGE_METRICS_BYTES = 1_000_000
 
 
 @dataclass(eq=False)
@@ -69,6 +56,9 @@ class CheckpointRecord:
     report_index: int
     restored: bool = False
     checkpoint: Any = field(default=None, repr=False)
+    # Cached when registered or restored: the snapshot entry's JSON, and the ordering key.
+    encoded: bytes = field(default=b"", repr=False)
+    key: tuple = field(default=(), repr=False)
 
 
 def _config_value(config: Any, name: str, default: Any) -> Any:
@@ -99,9 +89,16 @@ class CheckpointManager:
             )
         self._factor = 1.0 if order == "max" else -1.0
         self._results: list[CheckpointRecord] = []
+        # Kept in step with _results, so that a snapshot is a few C-level joins.
+        self._encoded: list[bytes] = []
+        self._indices: list[bytes] = []
+        self._keys: list[tuple] = []
+        self._in_order = True  # _keys ascending (false only for some restored lists)
+        self._name_counts: dict[str, int] = {}
         self._latest: CheckpointRecord | None = None
         self._current_report_index = 0
         self._carried: dict[str, list] = {}  # validation bookkeeping kept for Ray's readers
+        self._warned_large = False
         self._restore()
 
     # ----- registration -------------------------------------------------------------------
@@ -122,7 +119,8 @@ class CheckpointManager:
     def register_checkpoint(self, checkpoint: Any, metrics: dict) -> CheckpointRecord:
         """Register a checkpoint already persisted in the run folder.
 
-        `checkpoint` is a Checkpoint (or anything with `.path`) or its fs path.
+        `checkpoint` is a Checkpoint (or anything with `.path`) or its fs path. All or
+        nothing: when it raises (bad metrics, a failed snapshot write) nothing has changed.
         """
         if not isinstance(metrics, dict):
             raise TypeError(
@@ -139,79 +137,119 @@ class CheckpointManager:
             checkpoint=None if isinstance(checkpoint, str) else checkpoint,
         )
         # Both checks raise before anything changes; scoring first, as in Ray.
+        self._prepare(record)
+        self._warn_if_large(record)
         position = self._insert_position(record)
-        snapshot.to_jsonable(metrics, f"metrics of checkpoint {dir_name!r}")
 
-        self._results.insert(position, record)
+        # Change the lists in place (O(1) amortised) and undo that if the snapshot write fails.
+        lists = (self._results, self._encoded, self._indices, self._keys)
+        for lst, item in zip(lists, self._columns(record), strict=True):
+            lst.insert(position, item)
+        doomed = self._retention(self._results, latest=record)
+        removed = [(i, [lst.pop(i) for lst in lists]) for i in reversed(doomed)]
+        evicted = [items[0] for _, items in removed]
+        delta = {dir_name: 1}
+        for old in evicted:
+            delta[old.dir_name] = delta.get(old.dir_name, 0) - 1
+        try:
+            snapshot.write_snapshot(self._storage, self._snapshot_bytes(
+                record, self._current_report_index + 1, delta))
+        except BaseException:
+            for i, items in reversed(removed):
+                for lst, item in zip(lists, items, strict=True):
+                    lst.insert(i, item)
+            for lst in lists:
+                del lst[position]
+            raise
+
+        counts = self._name_counts
+        for name, change in delta.items():
+            counts[name] = counts.get(name, 0) + change
+            if not counts[name]:
+                del counts[name]
         self._latest = record
         self._current_report_index += 1
-        evicted = self._apply_retention()
-        snapshot.write_snapshot(self._storage, self.to_snapshot())
-        kept_names = {r.dir_name for r in self._results}
         for old in evicted:
-            if old.dir_name not in kept_names:
+            if old.dir_name not in counts:
                 persist.delete_checkpoint_dir(self._storage, old.fs_path)
         return record
 
-    def _score(self, record: CheckpointRecord) -> tuple[bool, float]:
-        attribute = self._score_attribute
-        flat = flatten_metrics(record.metrics)
-        if attribute not in flat:
-            value: Any = float("-inf")
-        else:
-            value = flat[attribute]
-            if value is None and record.restored:
-                value = float("nan")  # written as null by the snapshot, see the design note
-        try:
-            score = self._factor * value
-        except TypeError:
-            raise TypeError(
-                f"checkpoint_score_attribute={attribute!r} of checkpoint {record.dir_name!r} "
-                f"is {value!r} ({type(value).__name__}); it must be a number. Report a "
-                f"numeric {attribute!r} with every checkpoint or choose another "
-                "CheckpointConfig(checkpoint_score_attribute=...)."
-            ) from None
-        if not isinstance(score, numbers.Real):
-            raise ValueError(
-                f"checkpoint_score_attribute={attribute!r} of checkpoint {record.dir_name!r} "
-                f"is {value!r}; it must be a single number (use .item() for tensors/arrays)."
-            )
-        if score != score:  # NaN
-            return (False, float("-inf"))
-        return (True, score)
+    @staticmethod
+    def _columns(record: CheckpointRecord) -> tuple:
+        """What the parallel lists hold for `record`, in their order."""
+        return (record, record.encoded, str(record.report_index).encode(),
+                (record.key, record.report_index))
+
+    def _prepare(self, record: CheckpointRecord) -> None:
+        """Compute `record`'s ordering key and snapshot entry once (both may raise)."""
+        if self._score_attribute is not None:
+            flat = flatten_metrics(record.metrics)
+            record.key = checkpoint_order.score_key(flat, self._score_attribute, self._factor,
+                                                    record.dir_name, record.restored)
+            if self._score_attribute not in flat and not record.restored:
+                logger.error(
+                    "Checkpoint %r has no metric %r (reported keys: %s); it scores -inf "
+                    "before the score order is applied.",
+                    record.dir_name, self._score_attribute, sorted(flat),
+                )
+        record.encoded = snapshot.encode_entry(record.dir_name, record.metrics)
+
+    def _warn_if_large(self, record: CheckpointRecord) -> None:
+        if self._warned_large or len(record.encoded) < LARGE_METRICS_BYTES:
+            return
+        self._warned_large = True
+        logger.warning(
+            "The metrics of checkpoint %r take %.1f MB in %s. The snapshot holds the metrics "
+            "of every kept checkpoint and is rewritten whole on every report, so each later "
+            "report writes them again. Save large values (arrays, histograms, per-sample "
+            "results) as files in the checkpoint folder and report only small numbers as "
+            "metrics; CheckpointConfig(num_to_keep=...) bounds what the snapshot holds.",
+            record.dir_name, len(record.encoded) / 1e6, CHECKPOINT_MANAGER_SNAPSHOT_FILENAME,
+        )
+
+    def _snapshot_bytes(self, latest: CheckpointRecord, current_report_index: int,
+                        delta: dict[str, int]) -> bytes:
+        """The snapshot of the current lists; `delta` is the change to the name counts that
+        the registration being written makes."""
+        counts = self._name_counts
+
+        def kept(name: str) -> bool:
+            return counts.get(name, 0) + delta.get(name, 0) > 0
+
+        carried = {
+            key: [n for n in names if kept(n)]
+            for key, names in self._carried.items()
+            if key.endswith("_dir_names")
+        }
+        pending = self._carried.get("pending_training_results", [])
+        return snapshot.assemble(
+            results=self._encoded,
+            report_indices=self._indices,
+            current_report_index=current_report_index,
+            latest=latest.encoded,
+            pending=[snapshot.encode_entry(e.checkpoint_dir_name, e.metrics, e.version)
+                     for e in pending],
+            pending_validation_specs=self._carried.get("pending_validation_specs", []),
+            validated=carried.get("validated_checkpoint_dir_names", []),
+            timed_out=carried.get("timed_out_validation_checkpoint_dir_names", []),
+            failed=carried.get("failed_validation_checkpoint_dir_names", []),
+        )
 
     def _insert_position(self, record: CheckpointRecord) -> int:
         if self._score_attribute is None:
             return len(self._results)
-        key = self._score(record)
-        if self._score_attribute not in flatten_metrics(record.metrics):
-            logger.error(
-                "Checkpoint %r has no metric %r (reported keys: %s); it scores -inf before "
-                "the score order is applied.",
-                record.dir_name,
-                self._score_attribute,
-                sorted(flatten_metrics(record.metrics)),
-            )
-        # A linear scan, not a bisection: a restored list is used in its stored order even when
-        # the score settings changed since it was written, and the insertion point must be
-        # the same as Ray's then too.
-        for i, other in enumerate(self._results):
-            other_key = self._score(other)
-            if other_key > key or (other_key == key and other.report_index > record.report_index):
-                return i
-        return len(self._results)
+        return checkpoint_order.insert_position(self._keys, (record.key, record.report_index),
+                                                self._in_order)
 
-    def _apply_retention(self) -> list[CheckpointRecord]:
+    def _retention(self, results: list[CheckpointRecord], latest: CheckpointRecord) -> list[int]:
+        """Positions in `results` to evict: the worst len - k, except the latest checkpoint and
+        those with a pending validation. Looks only at those len - k entries."""
         k = self._num_to_keep
-        if k is None or len(self._results) <= k:
+        if k is None or len(results) <= k:
             return []
-        protected = {id(self._latest)} | {
-            id(r) for r in self._results if r.dir_name in self._pending_names()
-        }
-        evicted = [r for r in self._results[:-k] if id(r) not in protected]
-        gone = {id(r) for r in evicted}
-        self._results = [r for r in self._results if id(r) not in gone]
-        return evicted
+        pending = self._pending_names()
+        return [i for i in range(len(results) - k)
+                if results[i] is not latest and results[i].dir_name not in pending]
 
     def _pending_names(self) -> set[str]:
         return {e.checkpoint_dir_name for e in self._carried.get("pending_training_results", [])}
@@ -296,8 +334,13 @@ class CheckpointManager:
                 report_index=index,
                 restored=True,
             )
+            self._prepare(record)
             by_name[record.dir_name] = record
-            self._results.append(record)
+            for lst, item in zip((self._results, self._encoded, self._indices, self._keys),
+                                 self._columns(record), strict=True):
+                lst.append(item)
+            self._name_counts[record.dir_name] = self._name_counts.get(record.dir_name, 0) + 1
+        self._in_order = all(a <= b for a, b in zip(self._keys, self._keys[1:], strict=False))
         if state.latest_checkpoint_result is not None:
             self._latest = by_name[state.latest_checkpoint_result.checkpoint_dir_name]
         self._current_report_index = state.current_report_index

@@ -25,6 +25,19 @@ COMMIT_DIRECT = "direct"  # object stores: write under the final name, snapshot 
 _RENAMING_TYPES = {"mock", "hdfs"}
 
 
+def same_kind(error: Exception, message: str) -> Exception:
+    """An exception of `error`'s class carrying `message`, so callers that catch what pyarrow or
+    the OS raised (ValueError, PermissionError, `errno.ENOSPC`, ...) keep working while reading
+    what to change. An OSError keeps its errno; its text then starts with `[Errno N]`."""
+    errno_ = getattr(error, "errno", None) if isinstance(error, OSError) else None
+    try:
+        return type(error)(errno_, message) if errno_ is not None else type(error)(message)
+    except Exception:
+        if isinstance(error, ValueError):
+            return ValueError(message)
+        return OSError(errno_, message) if errno_ is not None else OSError(message)
+
+
 def is_local(fs: pafs.FileSystem) -> bool:
     """True when fs paths are plain paths of this machine (os functions apply directly)."""
     return isinstance(fs, pafs.LocalFileSystem)

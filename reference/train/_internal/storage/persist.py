@@ -33,6 +33,10 @@ Re-persisting to an existing name merges file by file (each file replaced atomic
 disk), so the folder is a mix of old and new files while that runs: reuse names only for
 checkpoints nobody reads concurrently.
 No fsync: this survives the death of processes, not the loss of power.
+Failing writes (a full disk, a revoked permission): the OSError is re-raised with its class
+and errno (`errno.ENOSPC` still matches) and a text naming the path, the run and the fix; a
+failed persist or snapshot write removes what it wrote (its temporary, or on an object store
+the prefix it created), so retrying after freeing space starts from a clean run folder.
 """
 
 from __future__ import annotations
@@ -198,9 +202,16 @@ def persist_checkpoint(
 
     strategy = fs_utils.commit_strategy(fs)
     if strategy == fs_utils.COMMIT_DIRECT:
-        fs.create_dir(final, recursive=True)
-        for sfs, path in pending:
-            fs_utils.copy_tree(sfs, path, fs, final)
+        existed = fs_utils.exists(fs, final)
+        try:
+            fs.create_dir(final, recursive=True)
+            for sfs, path in pending:
+                fs_utils.copy_tree(sfs, path, fs, final)
+        except BaseException as e:
+            if not existed:  # nothing of a partial upload may stay under a checkpoint's name
+                _remove_quietly(fs, final)
+            _raise_with_context(e, storage, f"persisting checkpoint {checkpoint_dir_name!r} to",
+                                final)
         return final
 
     temp = _temp_path(storage.experiment_fs_path, checkpoint_dir_name)
@@ -213,11 +224,34 @@ def persist_checkpoint(
             for sfs, path in pending:
                 fs_utils.copy_tree(sfs, path, fs, temp)
             _commit_by_move(fs, temp, final)
-    except BaseException:
+    except BaseException as e:
         # An error (not a crash) leaves no temporary behind; a crash is cleaned up later.
         _remove_quietly(fs, temp)
-        raise
+        _raise_with_context(e, storage, f"persisting checkpoint {checkpoint_dir_name!r} to",
+                            final)
     return final
+
+
+def _raise_with_context(error: BaseException, storage: StorageContext, doing: str,
+                        fs_path: str) -> None:
+    """Re-raise `error`; an OSError with the path, the run and what to change in its text."""
+    if not isinstance(error, OSError) or getattr(error, "_names_run", False):
+        raise error
+    reason = error.strerror or str(error)
+    if error.errno == errno.ENOSPC:
+        fix = ("Free space there (or pass a RunConfig(storage_path=...) with room), then call "
+               "fit() again with the same RunConfig(name=...): it resumes from the last "
+               "registered checkpoint.")
+    else:
+        fix = ("Check that this process can write there (permissions, quota, the mount), "
+               "then call fit() again with the same RunConfig(name=...).")
+    wrapped = fs_utils.same_kind(
+        error,
+        f"{doing[0].upper()}{doing[1:]} {fs_path!r} failed: {reason} (run "
+        f"{storage.experiment_dir_name!r}, run folder {storage.experiment_fs_path!r}). {fix}",
+    )
+    wrapped._names_run = True
+    raise wrapped from error
 
 
 def _commit_by_move(fs: pafs.FileSystem, temp: str, final: str) -> None:
@@ -287,14 +321,20 @@ def delete_checkpoint_dir(storage: StorageContext, fs_path: str) -> bool:
     return True
 
 
-def write_bytes_atomically(storage: StorageContext, fs_path: str, data: bytes) -> None:
-    """Write a small file so that readers see the old or the new contents, never a mix."""
+def write_bytes_atomically(storage: StorageContext, fs_path: str, data: bytes, *,
+                           what: str = "") -> None:
+    """Write a file so that readers see the old or the new contents, never a mix. `what`
+    ("the run snapshot") is named, with the path and the run, in the text of an OSError."""
     fs = storage.storage_filesystem
     strategy = fs_utils.commit_strategy(fs)
+    doing = f"writing {what}" if what else "writing"
     if strategy == fs_utils.COMMIT_DIRECT:
         # A single object upload becomes visible whole, or not at all.
-        with fs.open_output_stream(fs_path) as f:
-            f.write(data)
+        try:
+            with fs.open_output_stream(fs_path) as f:
+                f.write(data)
+        except BaseException as e:
+            _raise_with_context(e, storage, doing, fs_path)
         return
     temp = _temp_path(storage.experiment_fs_path, fs_path.rsplit("/", 1)[-1])
     try:
@@ -306,16 +346,16 @@ def write_bytes_atomically(storage: StorageContext, fs_path: str, data: bytes) -
             with fs.open_output_stream(temp) as f:
                 f.write(data)
             fs.move(temp, fs_path)
-    except BaseException:
+    except BaseException as e:
         _remove_quietly(fs, temp)
-        raise
+        _raise_with_context(e, storage, doing, fs_path)
 
 
 def remove_temporaries(storage: StorageContext) -> list[str]:
     """Remove the `.tmp-` entries a crashed writer left in the run folder; returns them.
 
-    Only safe while no other process writes into this run (true when a run is resumed: its
-    previous controller is gone).
+    Only safe while no other process writes into this run: fit() calls it holding the run
+    folder's lock (run_lock.py), so the writer that left them is gone.
     """
     fs = storage.storage_filesystem
     if fs_utils.commit_strategy(fs) == fs_utils.COMMIT_DIRECT:

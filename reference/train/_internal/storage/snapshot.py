@@ -18,6 +18,12 @@ Ray and this package can each resume or read a run written by the other:
 (compact separators, non-ASCII kept, tuples as lists, and NaN / +-inf as `null`: a NaN score
 read back from a snapshot is `None`, see checkpoint_manager.py for how it is scored).
 
+Cost: the format is one JSON document, so every registration rewrites it whole, metrics of
+every kept checkpoint included (Ray does the same). What is avoidable is re-encoding: each entry
+is encoded once (`encode_entry`) and the document is assembled from the encoded entries
+(`assemble`), so a report costs one entry's encoding plus writing the bytes. Large metrics
+still cost their size on every later report; they belong in the checkpoint's files.
+
 Why it matters: the snapshot is the only thing that makes a checkpoint exist for a resumed run
 or for `Result.from_path`. It is replaced atomically (persist.write_bytes_atomically) and the
 manager writes it after a checkpoint is persisted and before evicted folders are deleted, so
@@ -69,32 +75,25 @@ class ManagerSnapshot:
     ray_version: str = RAY_COMPAT_VERSION
 
     def to_json(self) -> str:
-        def entry(e: SnapshotEntry | None):
-            if e is None:
-                return None
-            return {
-                "version": e.version,
-                "checkpoint_dir_name": e.checkpoint_dir_name,
-                "metrics": to_jsonable(e.metrics, f"metrics of {e.checkpoint_dir_name!r}"),
-            }
+        return self.to_bytes().decode("utf-8")
 
-        doc = {
-            "ray_version": self.ray_version,
-            "checkpoint_results": [entry(e) for e in self.checkpoint_results],
-            "checkpoint_report_indices": list(self.checkpoint_report_indices),
-            "latest_checkpoint_result": entry(self.latest_checkpoint_result),
-            "pending_training_results": [entry(e) for e in self.pending_training_results],
-            "pending_validation_specs": to_jsonable(self.pending_validation_specs, "specs"),
-            "current_report_index": self.current_report_index,
-            "validated_checkpoint_dir_names": list(self.validated_checkpoint_dir_names),
-            "timed_out_validation_checkpoint_dir_names": list(
-                self.timed_out_validation_checkpoint_dir_names
-            ),
-            "failed_validation_checkpoint_dir_names": list(
-                self.failed_validation_checkpoint_dir_names
-            ),
-        }
-        return json.dumps(doc, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    def to_bytes(self) -> bytes:
+        def entries(items: list[SnapshotEntry]) -> list[bytes]:
+            return [encode_entry(e.checkpoint_dir_name, e.metrics, e.version) for e in items]
+
+        latest = self.latest_checkpoint_result
+        return assemble(
+            results=entries(self.checkpoint_results),
+            report_indices=[str(int(i)).encode() for i in self.checkpoint_report_indices],
+            current_report_index=self.current_report_index,
+            latest=None if latest is None else entries([latest])[0],
+            pending=entries(self.pending_training_results),
+            pending_validation_specs=self.pending_validation_specs,
+            validated=self.validated_checkpoint_dir_names,
+            timed_out=self.timed_out_validation_checkpoint_dir_names,
+            failed=self.failed_validation_checkpoint_dir_names,
+            ray_version=self.ray_version,
+        )
 
     @classmethod
     def from_json(cls, text: str, where: str = CHECKPOINT_MANAGER_SNAPSHOT_FILENAME):
@@ -186,6 +185,15 @@ def _entry(doc: Any, where: str) -> SnapshotEntry:
     return SnapshotEntry(name, _get(doc, "metrics", dict), version)
 
 
+_PLAIN = {int, float, bool, str, type(None)}  # exact types: subclasses take the long way
+
+
+def _all_finite(values, kinds: set) -> bool:
+    if kinds <= {int, float, bool}:
+        return all(map(math.isfinite, values))
+    return all(math.isfinite(v) for v in values if type(v) is float)
+
+
 def to_jsonable(value: Any, where: str) -> Any:
     """The JSON form Ray's snapshot gives `value` (non-finite floats become None)."""
     if value is None or isinstance(value, (bool, int, str)):
@@ -195,6 +203,9 @@ def to_jsonable(value: Any, where: str) -> Any:
     if isinstance(value, dict):
         return {str(k): to_jsonable(v, f"{where}[{k!r}]") for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
+        kinds = set(map(type, value))
+        if kinds <= _PLAIN and (float not in kinds or _all_finite(value, kinds)):
+            return list(value)  # nothing in it to convert: copied at C speed (large metrics)
         return [to_jsonable(v, where) for v in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return to_jsonable(dataclasses.asdict(value), where)
@@ -208,12 +219,81 @@ def to_jsonable(value: Any, where: str) -> Any:
     )
 
 
-def write_snapshot(storage, snapshot: ManagerSnapshot) -> None:
-    """Atomically replace the run's snapshot (`storage` is a StorageContext)."""
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _str_keys_only(value: Any) -> bool:
+    """True when every dict inside `value` has only str keys. Other keys are spelled
+    differently by `json` than by `to_jsonable` (True -> "true" vs "True"), so only documents
+    without them may skip `to_jsonable`. Scans containers by element type, not element by
+    element, so a long list of numbers costs little."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if not all(isinstance(k, str) for k in node):
+                return False
+            items: Any = node.values()
+        elif isinstance(node, (list, tuple)):
+            items = node
+        else:
+            continue
+        nested = {t for t in set(map(type, items)) if issubclass(t, (dict, list, tuple))}
+        if nested:
+            stack.extend(v for v in items if type(v) in nested)
+    return True
+
+
+def encode_json(value: Any, where: str) -> str:
+    """`value` in the snapshot's JSON form: `_dumps(to_jsonable(value, where))`, computed by the
+    C encoder alone when that gives the same text (no NaN/inf, no non-JSON types, str keys)."""
+    if _str_keys_only(value):
+        try:
+            return _dumps(value)
+        except (TypeError, ValueError):
+            pass  # NaN/inf or a type only to_jsonable converts (numpy scalars, dataclasses)
+    return _dumps(to_jsonable(value, where))
+
+
+def encode_entry(checkpoint_dir_name: str, metrics: dict, version: int = 0) -> bytes:
+    """One entry of `checkpoint_results` as the snapshot spells it (UTF-8). Raises TypeError
+    naming the key of a value that cannot be stored."""
+    body = encode_json(metrics, f"metrics of checkpoint {checkpoint_dir_name!r}")
+    name = _dumps(checkpoint_dir_name)
+    return f'{{"version":{int(version)},"checkpoint_dir_name":{name},"metrics":{body}}}'.encode()
+
+
+def assemble(*, results: list[bytes], report_indices: list[bytes], current_report_index: int,
+             latest: bytes | None, pending: list[bytes] = (), pending_validation_specs=(),
+             validated=(), timed_out=(), failed=(), ray_version: str = RAY_COMPAT_VERSION
+             ) -> bytes:
+    """The snapshot document from encoded entries (`encode_entry`) and report indices
+    (ASCII digits), byte for byte what `json.dumps` of the whole document gives."""
+    specs = encode_json(list(pending_validation_specs), "pending_validation_specs")
+    return b"".join((
+        b'{"ray_version":', _dumps(ray_version).encode(),
+        b',"checkpoint_results":[', b",".join(results),
+        b'],"checkpoint_report_indices":[', b",".join(report_indices),
+        b'],"latest_checkpoint_result":', b"null" if latest is None else latest,
+        b',"pending_training_results":[', b",".join(pending),
+        b'],"pending_validation_specs":', specs.encode(),
+        b',"current_report_index":', str(int(current_report_index)).encode(),
+        b',"validated_checkpoint_dir_names":', _dumps(list(validated)).encode(),
+        b',"timed_out_validation_checkpoint_dir_names":', _dumps(list(timed_out)).encode(),
+        b',"failed_validation_checkpoint_dir_names":', _dumps(list(failed)).encode(),
+        b"}",
+    ))
+
+
+def write_snapshot(storage, snapshot: ManagerSnapshot | bytes) -> None:
+    """Atomically replace the run's snapshot (`storage` is a StorageContext; `snapshot` a
+    ManagerSnapshot or its encoded bytes). An OSError names the file and the run."""
     from reference.train._internal.storage.persist import write_bytes_atomically
 
-    data = snapshot.to_json().encode("utf-8")
-    write_bytes_atomically(storage, storage.checkpoint_manager_snapshot_path, data)
+    data = snapshot if isinstance(snapshot, bytes) else snapshot.to_bytes()
+    write_bytes_atomically(storage, storage.checkpoint_manager_snapshot_path, data,
+                           what="the run snapshot")
 
 
 def read_snapshot(fs: pafs.FileSystem, run_fs_path: str) -> ManagerSnapshot | None:

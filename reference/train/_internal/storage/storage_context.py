@@ -6,6 +6,8 @@ Layout (the same as Ray Train's):
         .validate_storage_marker          written when the context is built
         checkpoint_manager_snapshot.json  written by the checkpoint manager
         <checkpoint_dir_name>/            one folder per retained checkpoint
+        .run_owner.json                   the reference's own: names the fit that owns the
+                                          folder, only while it runs (run_lock.py)
 
 Names are validated so that nothing is ever written outside `<storage_path>/<name>/`. Seen
 with ray 2.60: `checkpoint_dir_name='a/b'` works (a nested folder in the run folder, listed as
@@ -25,10 +27,13 @@ from typing import Any
 import pyarrow.fs as pafs
 
 from reference.train._internal.storage import fs_utils
+from reference.train._internal.storage.fs_utils import same_kind
 
 VALIDATE_STORAGE_MARKER_FILENAME = ".validate_storage_marker"
 CHECKPOINT_MANAGER_SNAPSHOT_FILENAME = "checkpoint_manager_snapshot.json"
-_RESERVED_NAMES = (VALIDATE_STORAGE_MARKER_FILENAME, CHECKPOINT_MANAGER_SNAPSHOT_FILENAME)
+OWNER_FILENAME = ".run_owner.json"
+_RESERVED_NAMES = (VALIDATE_STORAGE_MARKER_FILENAME, CHECKPOINT_MANAGER_SNAPSHOT_FILENAME,
+                   OWNER_FILENAME)
 
 
 def _check_relative_name(value: Any, argument: str, example: str) -> str:
@@ -66,15 +71,6 @@ def validate_checkpoint_dir_name(name: Any) -> str:
             "Choose another name."
         )
     return name
-
-
-def same_kind(error: Exception, message: str) -> Exception:
-    """An exception of `error`'s class carrying `message`, so callers that catch what pyarrow
-    raises (ValueError, PermissionError, ...) keep working while reading what to change."""
-    try:
-        return type(error)(message)
-    except Exception:
-        return (ValueError if isinstance(error, ValueError) else OSError)(message)
 
 
 def _resolve(storage_path: str, storage_filesystem: pafs.FileSystem | None):

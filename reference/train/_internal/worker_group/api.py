@@ -123,7 +123,9 @@ class WorkerGroup(abc.ABC):
         """The next event, waiting at most timeout seconds (None: forever)."""
 
     @abc.abstractmethod
-    def ack(self, rank: int, ack: Ack) -> None: ...
+    def ack(self, rank: int, ack: Ack) -> None:
+        """Answer rank's Report. Never raises for a worker that is gone or unreachable: that
+        worker's failure arrives as its `Failed` event, charged like any death."""
 
     @abc.abstractmethod
     def shutdown(self) -> None:

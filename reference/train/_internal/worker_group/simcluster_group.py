@@ -8,6 +8,10 @@ Events are pushed, never polled: simcluster calls us the moment a worker sends a
 or exits; both land in the group's queue, which the controller blocks on. Messages carry
 the group id, so a late message of a torn-down group is dropped instead of confusing the
 next attempt.
+
+Hazard: a worker's socket can close (it was SIGKILLed) a moment before simcluster holds its
+exit as final, so a send to a worker whose `exit` is still None can raise ChannelClosed.
+That is the worker's failure, reported through its exit event, never the caller's error.
 """
 
 from __future__ import annotations
@@ -80,9 +84,19 @@ class SimclusterGroup(WorkerGroup):
             return None
 
     def ack(self, rank: int, ack) -> None:
+        from simcluster import ChannelClosed
+
         handle = self.workers.get(rank)
-        if handle is not None and handle.exit is None:
+        if handle is None or handle.exit is not None:
+            return  # its exit is already on the queue
+        try:
             self.factory.cluster.send(handle.id, ack)
+        except ChannelClosed:
+            # The worker's socket closed before its exit became final (it is dying), or
+            # the connection broke under a live worker. Either way this rank can no longer
+            # take part: make sure it is gone, and its exit, queued by on_exit like any
+            # death, is the failure the controller charges.
+            self._kill(handle)
 
     def on_exit(self, rank: int, exit) -> None:
         if exit.error is not None:
@@ -94,17 +108,21 @@ class SimclusterGroup(WorkerGroup):
             self.events.put(Failed(rank, exit_code=exit.code, signal=exit.signal,
                                    preempted=exit.reason == "preempted"))
 
+    @staticmethod
+    def _kill(handle) -> None:
+        if handle.exit is None:
+            try:
+                handle.kill(signal.SIGKILL)
+            except Exception:  # noqa: BLE001 - already gone (its node died)
+                pass
+
     def shutdown(self) -> None:
         if self.closed:
             return
         self.closed = True
         handles = list(self.workers.values())
         for h in handles:
-            if h.exit is None:
-                try:
-                    h.kill(signal.SIGKILL)
-                except Exception:  # noqa: BLE001 - already gone (its node died)
-                    pass
+            self._kill(h)
         for h in handles:
             try:
                 h.wait(SHUTDOWN_TIMEOUT_S)

@@ -4,22 +4,57 @@ A report is one round trip: the rank stages its checkpoint files (if any) into t
 staging folder in the run folder, sends a `Report`, and blocks until the controller's `Ack`
 says the round was consolidated (checkpoint committed and registered). Every rank writes
 into the same staging folder, so files of several ranks merge (last writer wins).
+
+Design note
+-----------
+Everything that can be wrong with a report is checked here, on the reporting rank, before a
+file is staged: the checkpoint_dir_name (inside the run folder, each part short enough for
+the file system), and, on rank 0 when it passes a checkpoint, metrics that the run snapshot
+can store (rank 0's metrics are what gets registered). A failure found later, in the driver,
+would come after the round's files were committed.
+
+`CheckpointUploadMode.NO_UPLOAD`: the checkpoint already is a folder inside the run folder.
+The rank contributes an empty staging folder and names the checkpoint's own folder as the
+round's checkpoint_dir_name, so the commit merges nothing into it and registers it where it
+is; `get_checkpoint()` on that rank is then the very object passed to `report()`. The
+controller takes rank 0's name, so this holds when rank 0 reports the folder in place (Ray
+requires the ranks that pass a checkpoint in one round to pass the same folder); a round in
+which only another rank does is registered under rank 0's name, without that rank's files.
+
+`get_all_reported_checkpoints()` reads the run snapshot. It is exact without asking the
+controller: `report()` returns only after the round was acknowledged, and the controller
+writes the snapshot (the retained checkpoints, worst to best, with their validation
+bookkeeping) before it acknowledges; the next round cannot be registered before this rank
+reports again. Metrics come back in the form the snapshot stores them (JSON: tuples and sets
+as lists, non-finite floats as None), which is also what a resumed run holds.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import posixpath
 import shutil
 from typing import Any
 
 import cloudpickle
 
+from reference.train import _validation as v
 from reference.train._context import TrainContext
 from reference.train._internal.session import Session, set_session
 from reference.train._internal.storage import fs_utils
+from reference.train._internal.storage.snapshot import read_snapshot, to_jsonable
 from reference.train._internal.storage.storage_context import validate_checkpoint_dir_name
 from reference.train._internal.worker_group.api import Ack, GroupSpec, Report, WorkerSetupError
+from reference.train._report_config import (
+    CheckpointConsistencyMode,
+    CheckpointUploadMode,
+    ReportedCheckpoint,
+    ReportedCheckpointStatus,
+)
+
+#: folder-name limit assumed where the file system does not say (POSIX NAME_MAX)
+DEFAULT_NAME_MAX = 255
 
 
 @dataclasses.dataclass
@@ -44,6 +79,51 @@ def unserializable_key(metrics: Any) -> str | None:
     return None
 
 
+def check_storable_metrics(metrics: Any) -> None:
+    """Metrics registered with a checkpoint go into the run snapshot: a TypeError naming the
+    key and the value's type for anything the snapshot cannot hold."""
+    if not isinstance(metrics, dict):
+        raise TypeError(
+            f"report(metrics={metrics!r}, checkpoint=...): metrics reported with a "
+            f"checkpoint must be a dict, got {type(metrics).__name__}; they are stored "
+            "with the checkpoint. Report a dict such as {'loss': 0.1}."
+        )
+    for key, value in metrics.items():
+        to_jsonable(value, f"report(metrics=...): the value of key {key!r}")
+
+
+def name_max(storage) -> int | None:
+    """The longest folder name the run folder's file system allows; None when it has none
+    (object stores limit whole keys, not their parts)."""
+    if not fs_utils.is_local(storage.storage_filesystem):
+        return None
+    try:
+        return os.pathconf(storage.experiment_fs_path, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return DEFAULT_NAME_MAX
+
+
+def name_in_run_folder(checkpoint, storage) -> str:
+    """The checkpoint_dir_name of a checkpoint that already is inside the run folder."""
+    fs, run = storage.storage_filesystem, storage.experiment_fs_path
+    ckpt_fs, path = checkpoint.filesystem, checkpoint.path
+    if fs_utils.is_local(fs) and fs_utils.is_local(ckpt_fs):
+        same_fs, path, run = True, os.path.realpath(path), os.path.realpath(run)
+    else:
+        same_fs = ckpt_fs is not None and fs.equals(ckpt_fs)
+        path, run = posixpath.normpath(path), posixpath.normpath(run)
+    if not (same_fs and path.startswith(run.rstrip("/") + "/")):
+        raise ValueError(
+            f"report(checkpoint={checkpoint!r}, checkpoint_upload_mode="
+            f"CheckpointUploadMode.NO_UPLOAD): the checkpoint is not inside the run folder "
+            f"{storage.experiment_fs_path!r} on the run's storage "
+            f"({fs.type_name}); NO_UPLOAD only registers a checkpoint already written "
+            "there. Write it under get_context().get_storage().experiment_fs_path, or "
+            "report it with the default CheckpointUploadMode.SYNC to copy it in."
+        )
+    return validate_checkpoint_dir_name(posixpath.relpath(path, run))
+
+
 def stage_checkpoint(checkpoint, storage, staging: str, move: bool) -> None:
     """Copy (or move) a rank's checkpoint files into the round's staging folder."""
     fs = storage.storage_filesystem
@@ -65,6 +145,45 @@ def stage_checkpoint(checkpoint, storage, staging: str, move: bool) -> None:
     fs_utils.copy_tree(src_fs, src, fs, staging)
 
 
+def stage_nothing(storage, staging: str) -> None:
+    """An empty contribution to the round (the checkpoint is registered in place)."""
+    if fs_utils.is_local(storage.storage_filesystem):
+        os.makedirs(staging, exist_ok=True)
+    else:
+        storage.storage_filesystem.create_dir(staging, recursive=True)
+
+
+def reported_checkpoints(storage) -> list[ReportedCheckpoint]:
+    """The checkpoints the run snapshot lists, worst to best, with their status."""
+    from reference.train._checkpoint import Checkpoint
+
+    fs = storage.storage_filesystem
+    snapshot = read_snapshot(fs, storage.experiment_fs_path)
+    if snapshot is None:
+        return []
+    by_status = [  # the first set holding a checkpoint decides its status
+        ({e.checkpoint_dir_name for e in snapshot.pending_training_results},
+         ReportedCheckpointStatus.PENDING_VALIDATION),
+        (set(snapshot.timed_out_validation_checkpoint_dir_names),
+         ReportedCheckpointStatus.VALIDATION_TIMEOUT),
+        (set(snapshot.failed_validation_checkpoint_dir_names),
+         ReportedCheckpointStatus.VALIDATION_FAILED),
+        (set(snapshot.validated_checkpoint_dir_names), ReportedCheckpointStatus.VALIDATED),
+    ]
+
+    def status(name: str) -> ReportedCheckpointStatus:
+        return next((s for names, s in by_status if name in names),
+                    ReportedCheckpointStatus.COMMITTED)
+
+    return [
+        ReportedCheckpoint(
+            checkpoint=Checkpoint(storage.build_checkpoint_path_from_name(e.checkpoint_dir_name),
+                                  filesystem=fs),
+            metrics=e.metrics, status=status(e.checkpoint_dir_name))
+        for e in snapshot.checkpoint_results
+    ]
+
+
 class WorkerSession(Session):
     def __init__(self, boot: WorkerBoot, channel):
         self.boot, self.channel = boot, channel
@@ -74,30 +193,51 @@ class WorkerSession(Session):
 
     def report(self, metrics, checkpoint, checkpoint_dir_name, upload_mode, delete_local,
                upload_fn, validation) -> None:
-        if checkpoint_dir_name is not None:
+        spec = self.boot.spec
+        in_place = checkpoint is not None and upload_mode is CheckpointUploadMode.NO_UPLOAD
+        if checkpoint_dir_name is not None and not in_place:
             validate_checkpoint_dir_name(checkpoint_dir_name)
+            limit = name_max(spec.storage)
+            if limit is not None:
+                v.check_name_component_sizes("checkpoint_dir_name", checkpoint_dir_name, limit)
+        if in_place:
+            checkpoint_dir_name = name_in_run_folder(checkpoint, spec.storage)
         bad = unserializable_key(metrics)
         if bad is not None:
             raise TypeError(f"report(metrics=...): the value of key {bad!r} cannot be "
                             "serialized; report plain numbers or strings (convert tensors "
                             "with .item()) and save other objects in the checkpoint.")
-        spec = self.boot.spec
+        if checkpoint is not None and self.context.world_rank == 0:
+            check_storable_metrics(metrics)
         index, staged = self.index, checkpoint is not None
         self.index += 1
         if staged:
-            from simcluster import worker
-
             staging = f"{spec.staging_prefix}-a{spec.attempt}-{index}"
-            worker.before_upload(staging)  # where a fault plan fails or slows an upload
-            stage_checkpoint(checkpoint, spec.storage, staging, move=bool(delete_local))
+            if in_place:
+                stage_nothing(spec.storage, staging)
+            else:
+                from simcluster import worker
+
+                worker.before_upload(staging)  # where a fault plan fails or slows an upload
+                stage_checkpoint(checkpoint, spec.storage, staging, move=bool(delete_local))
         self.channel.send(Report(self.context.world_rank, index, metrics, staged,
                                  checkpoint_dir_name))
         ack: Ack = self.channel.recv()
         if ack.checkpoint is not None:
-            self.checkpoint = ack.checkpoint
+            # The object passed in, when the round registered its folder (rank 0's name
+            # decides; see the design note).
+            kept = in_place and ack.checkpoint.path == spec.storage.build_checkpoint_path_from_name(
+                checkpoint_dir_name)
+            self.checkpoint = checkpoint if kept else ack.checkpoint
 
     def get_checkpoint(self):
         return self.checkpoint
+
+    def get_all_reported_checkpoints(self, consistency_mode, timeout_s) -> list:
+        # Nothing to wait for: every report of this rank was acknowledged before report()
+        # returned, and no validation runs here, so both modes are already satisfied.
+        v.check_consistency_mode(consistency_mode, CheckpointConsistencyMode)
+        return reported_checkpoints(self.boot.spec.storage)
 
 
 def worker_main(boot: WorkerBoot, channel):

@@ -39,6 +39,9 @@ class RankSession(Session):
     def get_checkpoint(self):
         return None
 
+    def get_all_reported_checkpoints(self, consistency_mode, timeout_s) -> list:
+        return []
+
 
 def _run_task(blob: bytes) -> bytes:
     env, context, setup, teardown, fn, args = cloudpickle.loads(blob)

@@ -31,12 +31,18 @@ class Clock:
         return self.now
 
 
-def make(scripts, *, max_failures=0, scaling=(2, 2, None), capacity=10, commits=None):
+def make(scripts, *, max_failures=0, scaling=(2, 2, None), capacity=10, commits=None,
+         discards=None, commit=None, warn_interval_s=60.0):
     commits = [] if commits is None else commits
+    discards = [] if discards is None else discards
 
-    def commit(attempt, index, name, metrics):
+    def record_commit(attempt, index, name, metrics):
         commits.append((index, name))
         return f"ckpt:{name}"
+
+    def discard(attempt):
+        # (attempt, whether every group started so far was shut down when it was called)
+        discards.append((attempt, all(g is None or g.shut_down for g in factory.groups)))
 
     factory = FakeWorkerGroupFactory(scripts, capacity=capacity)
     clock = Clock()
@@ -44,7 +50,8 @@ def make(scripts, *, max_failures=0, scaling=(2, 2, None), capacity=10, commits=
         spec=dict(resources_per_worker={"CPU": 1}, placement_strategy="PACK",
                   experiment_name="x", storage=None, staging_prefix="/s", train_fn=b""),
         factory=factory, checkpoint_manager=Manager(), failure_policy=FailurePolicy(max_failures),
-        scaling_policy=ScalingPolicy(*scaling), commit_round=commit, clock=clock)
+        scaling_policy=ScalingPolicy(*scaling), commit_round=commit or record_commit,
+        discard_staging=discard, clock=clock, report_warn_interval_s=warn_interval_s)
     return controller, factory, clock
 
 
@@ -202,3 +209,89 @@ def test_preemption_is_charged_to_its_own_budget():
     assert isinstance(c.state, S.Finished)
     assert c.failure_policy.counts["preemption"] == 1
     assert c.failure_policy.counts["worker_group"] == 0
+
+
+# ------------------------------------------------------------ staging of unfinished rounds
+def run_to_end(c):
+    while not isinstance(c.state, S.TERMINAL):
+        c.step()
+
+
+def test_a_failed_rounds_staging_is_discarded_once_its_group_is_down():
+    discards = []
+    c, _, _ = make([[Report(0, 0, {}, True, "a"), Failed(1, signal=9)]], discards=discards)
+    run_to_end(c)
+    assert isinstance(c.state, S.Errored)
+    assert discards == [(0, True)]
+
+
+def test_every_attempt_discards_its_staging_when_it_ends():
+    discards = []
+    c, _, _ = make([[Report(0, 0, {}, True, "a"), Failed(1, signal=9)],
+                    GroupStartError("a worker died while starting"),
+                    [Finished(0, 0), Finished(1, 0)]], max_failures=1, discards=discards)
+    run_to_end(c)
+    assert isinstance(c.state, S.Finished)
+    assert discards == [(0, True), (1, True), (2, True)]
+
+
+def test_a_resize_discards_the_old_attempts_staging():
+    discards = []
+    c, factory, clock = make([[Report(0, 0, {}, True, "a")], []], scaling=(1, 4, 5.0),
+                             capacity=2, discards=discards)
+    steps(c, 3)
+    factory.capacity_value, clock.now = 4, 6.0
+    assert steps(c, 1) == ["RUNNING -> RESIZING: 4 workers fit; resizing 2 -> 4"]
+    assert discards == [(0, True)]
+
+
+def test_a_commit_that_raises_aborts_after_discarding_the_staging():
+    discards = []
+
+    def commit(attempt, index, name, metrics):
+        raise OSError(28, "No space left on device")
+
+    c, factory, _ = make([[Report(0, 0, {}, True, "a"), Report(1, 0, {}, True, "a")]],
+                         discards=discards, commit=commit)
+    with pytest.raises(OSError):
+        c.run()
+    assert isinstance(c.state, S.Aborted) and factory.groups[0].shut_down
+    assert discards == [(0, True)]
+
+
+# ------------------------------------------------------------ rounds some ranks never reach
+def test_a_round_some_ranks_miss_is_logged_every_interval_naming_them(caplog):
+    c, _, clock = make([[Report(1, 0, {}, False, None)]], scaling=(3, 3, None),
+                       warn_interval_s=10.0)
+    steps(c, 3)
+    caplog.set_level("WARNING", logger="reference.train._internal.controller.controller")
+    clock.now = 9.0
+    assert steps(c, 1) == ["RUNNING -> RUNNING: no event"]  # not yet due
+    assert caplog.records == []
+    clock.now = 10.5
+    assert steps(c, 1) == ["RUNNING -> RUNNING: round 0 waits for ranks [0, 2]"]
+    clock.now = 21.0
+    steps(c, 1)
+    assert len(caplog.records) == 2
+    text = caplog.records[-1].getMessage()
+    assert "round 0: world ranks [1] have waited 21.00 s for world ranks [0, 2]" in text
+    assert "RAY_TRAIN_COLLECTIVE_WARN_INTERVAL_S" in text and "every 10 s" in text
+
+
+def test_a_round_that_completes_is_no_longer_logged(caplog):
+    c, _, clock = make([[Report(0, 0, {}, False, None), Report(1, 0, {}, False, None)]],
+                       warn_interval_s=1.0)
+    steps(c, 4)
+    caplog.set_level("WARNING")
+    clock.now = 5.0
+    assert steps(c, 1) == ["RUNNING -> RUNNING: no event"]
+    assert caplog.records == [] and c.state.report_warn_at == {}
+
+
+@pytest.mark.parametrize("raw, expected", [(None, 60.0), ("0.25", 0.25), ("soon", 60.0),
+                                           ("0", 60.0), ("-1", 60.0), ("nan", 60.0)])
+def test_warn_interval_is_read_like_ray(raw, expected):
+    from reference.train._internal.controller.controller import collective_warn_interval_s
+
+    env = {} if raw is None else {"RAY_TRAIN_COLLECTIVE_WARN_INTERVAL_S": raw}
+    assert collective_warn_interval_s(env) == expected

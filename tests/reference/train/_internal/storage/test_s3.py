@@ -187,3 +187,129 @@ def test_s3_uri_with_the_endpoint_from_the_environment(endpoint, s3, tmp_path, m
     assert read(fs, f"{bucket}/uri/run/c0/w") == b"via uri"
     resumed = CheckpointManager(StorageContext(f"s3://{bucket}/uri", "run"), Config())
     assert [r.dir_name for r in resumed.checkpoint_results] == ["c0"]
+
+
+# ----- the run-folder lease (storage/s3_lease.py) -------------------------------------------
+
+LOCK_CHILD = os.path.join(os.path.dirname(__file__), "lock_child.py")
+
+
+def lease_of(fs, storage):
+    return f"{storage.experiment_fs_path}/.run_owner.json"
+
+
+def put_lease(fs, path, **fields):
+    import json
+
+    doc = {"host": "elsewhere", "pid": 1, "started_at": 0.0, "token": "t"} | fields
+    with fs.open_output_stream(path) as f:
+        f.write(json.dumps(doc).encode())
+
+
+def test_a_lease_refuses_a_second_process_and_a_sigkilled_owner_is_taken_over(
+        endpoint, s3, caplog):
+    import logging
+    import signal
+
+    from reference.train._exceptions import RunFolderInUseError
+    from reference.train._internal.storage.run_lock import acquire_run_lock
+
+    fs, bucket = s3
+    child = subprocess.Popen(
+        [sys.executable, LOCK_CHILD, "lock", f"{bucket}/runs", "run", endpoint, ACCESS_KEY,
+         SECRET_KEY, REGION], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        line = child.stdout.readline()
+        assert line.startswith("HELD"), f"lock child printed {line!r}, exit {child.poll()}"
+        storage = StorageContext(f"{bucket}/runs", "run", storage_filesystem=fs)
+        with pytest.raises(RunFolderInUseError) as info:
+            acquire_run_lock(storage)
+        message = str(info.value)
+        assert f"owned by pid {child.pid} on host {socket.gethostname()!r}" in message
+        assert f"delete s3://{bucket}/runs/run/.run_owner.json" in message
+        assert "REFERENCE_TRAIN_TAKE_OVER_RUN=1" in message
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait(30)
+    assert fs.get_file_info(lease_of(fs, storage)).type == pafs.FileType.File  # left behind
+    with caplog.at_level(logging.WARNING):
+        lock = acquire_run_lock(storage)
+    assert f"from pid {child.pid} on host" in caplog.text and "it is dead" in caplog.text
+    assert lock.owner.pid == os.getpid()
+    lock.release()
+    assert fs.get_file_info(lease_of(fs, storage)).type == pafs.FileType.NotFound
+
+
+def test_a_lease_of_another_host_is_taken_over_only_when_asked(s3, caplog):
+    import logging
+
+    from reference.train._exceptions import RunFolderInUseError
+    from reference.train._internal.storage.run_lock import acquire_run_lock
+
+    fs, bucket = s3
+    storage = StorageContext(bucket, "run", storage_filesystem=fs)
+    put_lease(fs, lease_of(fs, storage), host="elsewhere", pid=4242)
+    with pytest.raises(RunFolderInUseError, match="pid 4242 on host 'elsewhere'"):
+        acquire_run_lock(storage)
+    with caplog.at_level(logging.WARNING):
+        taken = acquire_run_lock(storage, take_over=True)
+    assert "REFERENCE_TRAIN_TAKE_OVER_RUN=1 is set" in caplog.text
+    # A fit whose lease was taken over leaves the new owner's lease alone when it ends.
+    newer = acquire_run_lock(storage, take_over=True)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        taken.release()
+    assert "was taken over by another fit" in caplog.text
+    assert fs.get_file_info(lease_of(fs, storage)).type == pafs.FileType.File
+    newer.release()
+    assert fs.get_file_info(lease_of(fs, storage)).type == pafs.FileType.NotFound
+
+
+def test_a_store_without_conditional_writes_runs_unlocked_with_a_warning(s3, caplog,
+                                                                          monkeypatch):
+    import logging
+
+    from reference.train._internal.storage import s3_lease
+    from reference.train._internal.storage.run_lock import acquire_run_lock
+
+    def refuse(fs):
+        raise s3_lease._Unsupported("the store does not support conditional writes (501)")
+
+    monkeypatch.setattr(s3_lease, "client_for", refuse)
+    fs, bucket = s3
+    with caplog.at_level(logging.WARNING):
+        lock = acquire_run_lock(StorageContext(bucket, "run", storage_filesystem=fs))
+    assert "is not locked: the store does not support conditional writes" in caplog.text
+    lock.release()
+
+
+def test_a_fit_on_s3_holds_the_lease_while_it_runs(endpoint, s3, monkeypatch):
+    import reference
+    import reference.train as t
+
+    fs, bucket = s3
+    for var, value in (("AWS_ENDPOINT_URL", f"http://{endpoint}"),
+                       ("AWS_ACCESS_KEY_ID", ACCESS_KEY), ("AWS_SECRET_ACCESS_KEY", SECRET_KEY),
+                       ("AWS_DEFAULT_REGION", REGION), ("AWS_REGION", REGION)):
+        monkeypatch.setenv(var, value)
+    seen = []
+
+    class Probe(t.UserCallback):
+        def after_report(self, run_context, metrics, checkpoint):
+            seen.append(fs.get_file_info(f"{bucket}/fit/run/.run_owner.json").type)
+
+    def train():
+        t.report({"x": 1})
+
+    try:
+        t.DataParallelTrainer(
+            train, scaling_config=t.ScalingConfig(num_workers=1),
+            run_config=t.RunConfig(storage_path=f"s3://{bucket}/fit", name="run",
+                                   callbacks=[Probe()])).fit()
+    finally:
+        reference.shutdown()
+    assert seen == [pafs.FileType.File]
+    assert fs.get_file_info(f"{bucket}/fit/run/.run_owner.json").type == pafs.FileType.NotFound
