@@ -11,4 +11,5 @@ ci/conformance.sh reference ray
 echo "conformance: $(( $(date +%s) - start )) s"
 . .venv/bin/activate
 python ci/fault_matrix.py --slice ci
+python ci/fault_property.py --fits 200
 echo "total: $(( $(date +%s) - start )) s"

@@ -121,12 +121,20 @@ def pytest_runtest_makereport(item, call):
     if call.excinfo is not None and call.excinfo.errisinstance(Unsupported):
         report.outcome, report.longrepr = "skipped", (str(item.path), 0,
                                                       f"Skipped: {call.excinfo.value}")
+    from conformance.probe import ProbeError
+
     hang = call.excinfo is not None and call.excinfo.errisinstance(HangVerdict)
+    # the suite's own instruments failed: neither a pass nor the implementation's failure
+    # (pytest turns a unittest.SkipTest into its own skip before this hook sees it)
+    suite_error = call.excinfo is not None and (
+        call.excinfo.errisinstance(ProbeError)
+        or str(call.excinfo.value).startswith(ProbeError.PREFIX))
     clauses = [c for m in item.iter_markers("clause") for c in m.args]
     error = message = None
     if call.excinfo is not None and (report.failed or hasattr(report, "wasxfail")):
         error, message = _describe(call.excinfo.value)
     report.user_properties.append(("conformance", {"clauses": clauses, "hang": hang,
+                                                   "suite_error": suite_error,
                                                    "error": error, "message": message}))
 
 
@@ -151,6 +159,8 @@ def _status(report) -> str | None:
         return None
     if info["hang"]:
         return "hang"
+    if info.get("suite_error"):
+        return "error"
     if hasattr(report, "wasxfail"):
         return "xfail" if report.skipped else "xpass"
     if report.skipped:
@@ -167,7 +177,7 @@ def pytest_runtest_logreport(report):
     if not interesting:
         return
     reason = ""
-    if status in ("skip", "xfail") and isinstance(report.longrepr, tuple):
+    if status in ("skip", "xfail", "error") and isinstance(report.longrepr, tuple):
         reason = report.longrepr[2]
     elif hasattr(report, "wasxfail"):
         reason = report.wasxfail

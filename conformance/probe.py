@@ -54,6 +54,8 @@ class ProbeError(unittest.SkipTest):
     it at once), so a broken instrument is never counted as the implementation's failure.
     """
 
+    PREFIX = "suite error:"
+
 
 @dataclasses.dataclass(frozen=True)
 class Fault:
@@ -189,7 +191,7 @@ class Journal:
                 with open(os.path.join(self.folder, name)) as f:
                     problems.append(f"{name}: {f.read()[:4000]}")
         if problems:
-            raise ProbeError(f"suite error: the conformance probe failed during this run, so "
+            raise ProbeError(f"{ProbeError.PREFIX} the conformance probe failed during this run, so "
                              f"its journal {self.path} cannot be trusted (not a failure of "
                              f"the implementation):\n" + "\n".join(problems)[:6000])
         return _of_kind(rows, ev)

@@ -1,8 +1,9 @@
 """Conformance reports: per-check and per-clause statuses as JSON and Markdown.
 
 Statuses: pass, fail, xfail (failed as the expectations file says), xpass (passed although
-expected to fail), skip, hang (did not finish before its deadline). A clause takes the worst
-status of its checks: hang > fail > xfail > skip > xpass > pass.
+expected to fail), skip, hang (did not finish before its deadline), error (the suite's own
+instruments failed, so the run was not judged; not counted against the implementation). A
+clause takes the worst status of its checks: hang > fail > error > xfail > skip > xpass > pass.
 
 Each entry of `checks` holds: `id` (relative to conformance/checks/), `status`, `clauses`
 (the ids the check names), `reason` (one line for the tables), `error` and `message` (the
@@ -20,9 +21,9 @@ import time
 
 from conformance.catalogue import CLAUSES
 
-ORDER = ["hang", "fail", "xfail", "skip", "xpass", "pass"]
+ORDER = ["hang", "fail", "error", "xfail", "skip", "xpass", "pass"]
 SYMBOL = {"pass": "pass", "xpass": "pass (xpass)", "fail": "FAIL", "xfail": "xfail",
-          "skip": "skip", "hang": "HANG", "untested": "untested"}
+          "skip": "skip", "hang": "HANG", "error": "suite error", "untested": "untested"}
 
 
 def clause_status(checks: list[dict]) -> str:

@@ -28,6 +28,7 @@ from typing import Any, Callable, Mapping
 
 from reference.train._internal.controller import states as S
 from reference.train._internal.controller.policies import FailurePolicy, ScalingPolicy
+from reference.train._internal.storage.snapshot import to_jsonable
 from reference.train._internal.worker_group.api import (
     Ack,
     Failed,
@@ -211,6 +212,16 @@ class Controller:
         ordered = [arrived[r] for r in sorted(arrived)]
         metrics = ordered[0].metrics
         staged = any(r.staged for r in ordered)
+        if staged:
+            # Rank 0 checks what it stores when it passes a checkpoint itself; when only
+            # other ranks did, its metrics are checked here, before anything is committed,
+            # and a failure is rank 0's (the attempt's staging is discarded as it ends).
+            try:
+                to_jsonable(metrics, "metrics")
+            except TypeError as exc:
+                return self._on_failure(state, Failed(
+                    ordered[0].rank, error=exc,
+                    traceback=f"TypeError: report(metrics=...) of rank 0: {exc}"))
         checkpoint = self.commit_round(state.attempt, report.index,
                                        ordered[0].checkpoint_dir_name, metrics) if staged else None
         if checkpoint is not None:

@@ -295,3 +295,18 @@ def test_warn_interval_is_read_like_ray(raw, expected):
 
     env = {} if raw is None else {"RAY_TRAIN_COLLECTIVE_WARN_INTERVAL_S": raw}
     assert collective_warn_interval_s(env) == expected
+
+
+def test_rank0_metrics_the_snapshot_cannot_store_fail_rank0_before_any_commit():
+    # Only rank 1 passes a checkpoint, so rank 0 never checked its own metrics: the
+    # controller does, before committing, and charges the failure to rank 0.
+    commits, discards = [], []
+    c, _, _ = make([[Report(0, 0, {"m": object()}, False, None), Report(1, 0, {}, True, "a")]],
+                   commits=commits, discards=discards)
+    steps(c, 4)
+    assert isinstance(c.state, S.Errored)
+    assert commits == []
+    err = c.state.error
+    assert isinstance(err, WorkerGroupError) and isinstance(err.worker_failures[0], TypeError)
+    assert "m" in str(err.worker_failures[0])
+    assert discards and discards[-1][1]  # the staging went with the attempt
