@@ -33,8 +33,13 @@ every name it lists refers to a whole folder.
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import decimal
+import enum
 import json
 import math
+import pathlib
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -212,6 +217,20 @@ def to_jsonable(value: Any, where: str) -> Any:
     item = getattr(value, "item", None)  # numpy scalars
     if callable(item) and getattr(value, "shape", None) == ():
         return to_jsonable(item(), where)
+    # What Ray's pydantic snapshot also stores, spelled as pydantic's JSON mode spells it.
+    if isinstance(value, enum.Enum):
+        return to_jsonable(value.value, where)
+    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, (decimal.Decimal, pathlib.Path, uuid.UUID)):
+        return str(value)
+    if isinstance(value, complex):
+        return str(value).strip("()")
+    if isinstance(value, (bytes, bytearray)):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            pass
     raise TypeError(
         f"{where} holds {value!r} of type {type(value).__name__}, which cannot be stored in "
         f"{CHECKPOINT_MANAGER_SNAPSHOT_FILENAME}. Report metrics made of numbers, strings, "

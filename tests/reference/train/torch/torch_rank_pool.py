@@ -121,7 +121,7 @@ class RankPool:
         self.close()
         self._start()
 
-    def run_tasks(self, tasks: list[tuple], timeout: float = 60.0) -> list:
+    def run_tasks(self, tasks: list[tuple], timeout: float = 120.0) -> list:
         """Run task i on process i: (env, context, setup, teardown, fn, args)."""
         assert len(tasks) <= self.size, f"{len(tasks)} tasks for a pool of {self.size}"
         for conn, task in zip(self._conns, tasks, strict=False):
@@ -140,7 +140,7 @@ class RankPool:
             raise RankError("\n".join(f"rank {r}:\n{t}" for r, t in failed.items()))
         return [value for _, value in replies]
 
-    def run(self, backend_config, slots: list, fn, *args, timeout: float = 60.0) -> list:
+    def run(self, backend_config, slots: list, fn, *args, timeout: float = 120.0) -> list:
         """Every slot's rank runs the backend's hooks around fn(*args)."""
         from reference.train._context import TrainContext
 
