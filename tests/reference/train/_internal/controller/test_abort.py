@@ -14,8 +14,10 @@ import pytest
 from simcluster import procfs
 
 DRIVER = textwrap.dedent('''
-    import os, sys, time
+    import faulthandler, os, signal, sys, time
     import reference.train as t
+
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
 
     out = sys.argv[1]
 
@@ -63,7 +65,13 @@ def test_sigint_aborts_cleanly(tmp_path):
             time.sleep(0.05)
         pids = [int((tmp_path / f"pid-{r}").read_text()) for r in (0, 1)]
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=90)  # generous: CI machines are shared
+        try:
+            out, _ = proc.communicate(timeout=90)  # generous: CI machines are shared
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGUSR1)  # the driver dumps its stacks (faulthandler)
+            proc.kill()
+            raise AssertionError("the driver did not exit within 90 s of SIGINT:\n"
+                                 + proc.communicate()[0][-6000:]) from None
     finally:
         if proc.poll() is None:
             proc.kill()
