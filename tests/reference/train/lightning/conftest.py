@@ -4,6 +4,10 @@ import sys
 
 import pytest
 
+# the helpers both framework folders share live one folder up
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from framework_fixtures import driver_left_as_found, preloaded_cluster  # noqa: E402
+
 # Without the lightning extra these modules cannot even be imported: leave them out of
 # collection, and let test_lightning_installed.py report one skip that says why.
 if importlib.util.find_spec("lightning") is None and importlib.util.find_spec(
@@ -14,37 +18,11 @@ if importlib.util.find_spec("lightning") is None and importlib.util.find_spec(
 @pytest.fixture(scope="module")
 def lightning_cluster():
     """A one-node cluster whose supervisors imported Lightning once (workers fork with it)."""
-    import reference
-    import simcluster
-    from reference import PRELOAD
-
-    reference.shutdown()
-    preload = (*PRELOAD, "torch", "torch.distributed",
-               "torch.distributed._functional_collectives", "reference.train.torch",
-               "lightning.pytorch", "reference.train.lightning", "lightning_fns")
-    with simcluster.Cluster(nodes=[simcluster.NodeSpec(cpus=2)], preload=preload) as cluster:
-        reference.init(address=cluster.address)
-        try:
-            yield cluster
-        finally:
-            reference.shutdown()
-
-
-LAUNCHER_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK",
-                 "MASTER_ADDR", "MASTER_PORT")
+    with preloaded_cluster("lightning.pytorch", "reference.train.lightning", "lightning_fns") as cluster:
+        yield cluster
 
 
 @pytest.fixture(autouse=True)
-def driver_left_as_found():
-    """A local-mode fit runs the training function in this process: Lightning may leave a
-    process group and launcher variables behind, which the next local fit would pick up."""
-    before = {k: os.environ.get(k) for k in LAUNCHER_VARS}
-    yield
-    dist = sys.modules.get("torch.distributed")  # nothing to undo if torch never loaded
-    if dist is not None and dist.is_available() and dist.is_initialized():
-        dist.destroy_process_group()
-    for key, value in before.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+def _driver_left_as_found():
+    with driver_left_as_found():
+        yield
