@@ -41,7 +41,7 @@ class TorchTrainer(DataParallelTrainer):
                 torch_config.backend = "nccl"
             else:
                 torch_config.backend = "gloo"
-        self._joined_torchrun = False
+        self._joined_torchrun = self._ran_local = False
         super().__init__(
             train_loop_per_worker,
             train_loop_config=train_loop_config,
@@ -60,6 +60,7 @@ class TorchTrainer(DataParallelTrainer):
         # Set only after the join succeeded: the join refuses a group that already
         # exists, and a group the caller created is not ours to destroy.
         self._joined_torchrun = under_torchrun()
+        self._ran_local = True
         if context.world_size != 1:
             assert not self.datasets, (
                 "Ray Data is not supported in local mode with multiple workers.")
@@ -72,9 +73,17 @@ class TorchTrainer(DataParallelTrainer):
         return dist.is_available() and dist.is_initialized()
 
     def fit(self):
-        self._joined_torchrun = False
+        self._joined_torchrun = self._ran_local = False
         try:
-            return super().fit()
+            result = super().fit()
+            # As Ray's local-mode torch controller does after a successful run: a group the
+            # training function left behind (Lightning's DDP makes a one-process group in the
+            # driver) is destroyed, so a later local fit in this process starts clean.
+            if self._ran_local and self._torchrun_group_exists():
+                import torch.distributed as dist
+
+                dist.destroy_process_group()
+            return result
         finally:
             # Ray destroys the group only after a successful run; destroying it after a
             # failure too lets the same process run fit() again.
