@@ -212,7 +212,7 @@ class Controller:
         ordered = [arrived[r] for r in sorted(arrived)]
         metrics = ordered[0].metrics
         staged = any(r.staged for r in ordered)
-        if staged:
+        if staged and not ordered[0].staged:
             # Rank 0 checks what it stores when it passes a checkpoint itself; when only
             # other ranks did, its metrics are checked here, before anything is committed,
             # and a failure is rank 0's (the attempt's staging is discarded as it ends).

@@ -8,6 +8,7 @@ gone, or that now belongs to a process started at another time, is dead.
 
 from __future__ import annotations
 
+import abc
 import json
 import os
 import socket
@@ -83,13 +84,14 @@ class RunOwner:
         return bool(self.process_start) and procfs.start_time(self.pid) != self.process_start
 
 
-class RunLock:
+class RunLock(abc.ABC):
     """A held claim on one run folder. `release()` gives it up (idempotent)."""
 
     owner: RunOwner | None = None
 
+    @abc.abstractmethod
     def release(self) -> None:
-        raise NotImplementedError
+        """Give the run folder up; a second call does nothing."""
 
 
 class Unlocked(RunLock):

@@ -43,7 +43,7 @@ from reference.train import _validation as v
 from reference.train._context import TrainContext
 from reference.train._internal.session import Session, set_session
 from reference.train._internal.storage import fs_utils
-from reference.train._internal.storage.snapshot import read_snapshot, to_jsonable
+from reference.train._internal.storage.snapshot import encode_json, read_snapshot
 from reference.train._internal.storage.storage_context import validate_checkpoint_dir_name
 from reference.train._internal.worker_group.api import Ack, GroupSpec, Report, WorkerSetupError
 from reference.train._report_config import (
@@ -89,7 +89,9 @@ def check_storable_metrics(metrics: Any) -> None:
             "with the checkpoint. Report a dict such as {'loss': 0.1}."
         )
     for key, value in metrics.items():
-        to_jsonable(value, f"report(metrics=...): the value of key {key!r}")
+        # the snapshot's own encoder: plain values go through the C encoder, so a large
+        # metric costs this rank what it will cost the driver, not a Python walk
+        encode_json(value, f"report(metrics=...): the value of key {key!r}")
 
 
 def name_max(storage) -> int | None:
