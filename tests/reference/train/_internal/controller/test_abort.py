@@ -55,7 +55,14 @@ def _alive(pid: int) -> bool:
 def test_sigint_aborts_cleanly(tmp_path):
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
-    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path)],
+    # The driver starts as a user's script would: none of the cluster or launcher variables
+    # that other tests of this process may have set, SIGINT at its default disposition.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SIMCLUSTER_", "REFERENCE_"))
+           and k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK",
+                         "MASTER_ADDR", "MASTER_PORT")}
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path)], env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 60
@@ -69,6 +76,7 @@ def test_sigint_aborts_cleanly(tmp_path):
             out, _ = proc.communicate(timeout=90)  # generous: CI machines are shared
         except subprocess.TimeoutExpired:
             proc.send_signal(signal.SIGUSR1)  # the driver dumps its stacks (faulthandler)
+            time.sleep(2)  # let it write them before it is killed
             proc.kill()
             raise AssertionError("the driver did not exit within 90 s of SIGINT:\n"
                                  + proc.communicate()[0][-6000:]) from None
