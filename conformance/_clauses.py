@@ -41,6 +41,8 @@ DOC_FT = "https://docs.ray.io/en/latest/train/user-guides/fault-tolerance.html"
 TORCH_CFG = "python/ray/train/torch/config.py"
 TORCH_UTILS = "python/ray/train/v2/torch/train_loop_utils.py"
 WORKER_CTX = "python/ray/train/v2/_internal/execution/context.py"
+BACKEND = ("python/ray/train/backend.py; python/ray/train/v2/_internal/callbacks/backend_setup.py; "
+           "python/ray/train/v2/_internal/execution/worker_group/execution_group.py")
 
 ALL = [
     # ---------------------------------------------------------------- ScalingConfig
@@ -351,6 +353,41 @@ ALL = [
       "When nodes are added, the group restarts at the larger size within about "
       "elastic_resize_monitor_interval_s, resumes from the latest checkpoint, and the "
       "resize is not charged to max_failures.", ELASTIC),
+    # ---------------------------------------------------------------- backend
+    C("backend.hooks", "MUST", "A custom Backend's hooks run around the training function",
+      "For a BackendConfig subclass whose backend_cls is a Backend subclass, passed as "
+      "DataParallelTrainer(backend_config=...): on_start and then on_training_start run once "
+      "per worker group, in one process that is none of the workers, after the workers "
+      "started and before the training function; what functions they run on the workers "
+      "(execute, execute_single, execute_async with the root's get) set is seen by the "
+      "training function, and get_context() works in them; the training function runs "
+      "inside train_func_context() on every worker; on_shutdown runs after every rank "
+      "returned, with the workers still up (its functions run in the same worker processes, "
+      "after train_func_context exited).", BACKEND,
+      "class B(Backend): def on_start(self, wg, cfg): wg.execute(set_env, 'X', '1')",
+      "Every framework integration (torch, XGBoost, LightGBM, JAX, TensorFlow) is a backend; "
+      "a third-party backend must work on any implementation of the contract."),
+    C("backend.worker-group", "MUST", "The worker group a backend gets",
+      "The worker_group passed to the hooks has len() == num_workers; execute(fn) returns "
+      "fn's values in world-rank order; get_workers() lists the workers in world-rank "
+      "order with metadata.pid (the worker's process), metadata.node_ip and "
+      "distributed_context.world_rank / local_rank; get_resources_per_worker() is the "
+      "resources of one worker ({'CPU': 1} by default).", BACKEND,
+      "wg.execute_single(0, get_address_and_port)"),
+    C("backend.on-start-error", "MUST", "An on_start that raises in the driver fails at once",
+      "An exception raised by Backend.on_start itself fails fit() with ControllerError whose "
+      "controller_failure is that exception; the training function never runs.", BACKEND,
+      "on_start raises ValueError -> ControllerError(ValueError), no retry",
+      "A backend rejects a bad configuration in on_start (TorchConfig(init_method='bad')); "
+      "retrying cannot help."),
+    C("backend.worker-error", "MUST", "A backend function that raises on a worker fails fit()",
+      "An exception raised on a worker by a function on_start runs there fails fit() with "
+      "ControllerError whose controller_failure is an instance of the worker's exception "
+      "class; the training function never runs.", BACKEND,
+      "ray.get(wg.execute_async(fn_raising_KeyError)) -> ControllerError(KeyError)",
+      ray_note="Ray raises it at once (a RayTaskError(KeyError) is not a retryable controller "
+      "error); the reference retries the group start twice first, since a rendezvous can "
+      "fail by chance, then raises the same error."),
     # ---------------------------------------------------------------- torch
     C("torch.config", "MUST", "TorchConfig fields and defaults",
       "TorchConfig(backend=None, init_method='env', timeout_s=1800).", TORCH_CFG,

@@ -17,7 +17,7 @@ AREAS = {
     "fault": "Fault tolerance", "resume": "Resuming a run", "local": "Local mode",
     "elastic": "Elastic training", "torch": "PyTorch (TorchTrainer)",
     "lightning": "PyTorch Lightning", "transformers": "Hugging Face Transformers",
-    "accelerate": "Hugging Face Accelerate",
+    "accelerate": "Hugging Face Accelerate", "backend": "Backends (the developer API)",
 }
 PAGES = {
     "configs.md": ["scaling", "run-config", "failure-config", "checkpoint-config",
@@ -28,6 +28,7 @@ PAGES = {
     "local-mode.md": ["local"],
     "torch.md": ["torch"],
     "frameworks.md": ["lightning", "transformers", "accelerate"],
+    "backends.md": ["backend"],
 }
 
 

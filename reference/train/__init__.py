@@ -4,7 +4,6 @@ Public names are defined in ``_``-prefixed modules and re-exported here; ``__all
 exactly the public names of this package (a test keeps the two in step).
 """
 
-from reference.train._backend import BackendConfig
 from reference.train._callback import UserCallback
 from reference.train._checkpoint import Checkpoint
 from reference.train._config import (
@@ -37,6 +36,7 @@ from reference.train._train_fn_utils import (
     report,
 )
 from reference.train._trainer import DataParallelTrainer
+from reference.train.backend import BackendConfig
 
 __all__ = [
     "BackendConfig",

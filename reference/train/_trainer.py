@@ -6,12 +6,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from typing import Any, Callable
 
-from reference.train._backend import BackendConfig
 from reference.train._config import RunConfig, ScalingConfig
 from reference.train._context import TrainContext
+from reference.train.backend import BackendConfig
 
 
 def _required_params(fn: Callable) -> int:
@@ -20,8 +21,10 @@ def _required_params(fn: Callable) -> int:
                if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
-def construct_train_fn(fn: Callable, config: dict | None, arg_name: str) -> Callable[[], Any]:
-    """A zero-argument callable that runs fn with the config dict if it takes one."""
+def construct_train_fn(fn: Callable, config: dict | None, arg_name: str,
+                       context: Callable = contextlib.nullcontext) -> Callable[[], Any]:
+    """A zero-argument callable that runs fn, with the config dict if it takes one, inside
+    `context()` (the backend config's `train_func_context`)."""
     required = _required_params(fn)
     if required > 1:
         raise ValueError(
@@ -32,7 +35,8 @@ def construct_train_fn(fn: Callable, config: dict | None, arg_name: str) -> Call
     config = {} if config is None else config
 
     def train_fn():
-        return fn(config) if takes_config else fn()
+        with context():
+            return fn(config) if takes_config else fn()
 
     return train_fn
 
@@ -78,12 +82,11 @@ class DataParallelTrainer:
 
     def _train_fn(self) -> Callable[[], Any]:
         return construct_train_fn(self.train_loop_per_worker, self.train_loop_config,
-                                  "train_loop_per_worker")
+                                  "train_loop_per_worker",
+                                  self.backend_config.train_func_context)
 
     def _local_context(self) -> TrainContext:
-        backend = self.backend_config.backend_cls()
-        context = backend.local_context(self.backend_config, self.run_config.name)
-        return context or TrainContext(experiment_name=self.run_config.name)
+        return TrainContext(experiment_name=self.run_config.name)
 
     def fit(self):
         train_fn = self._train_fn()

@@ -1,12 +1,17 @@
 """Deliberately broken variants of the reference, each an adapter factory for `--impl`.
 
 Each variant patches one rule of the contract in the driver process (where the reference's
-controller runs) when its adapter is set up. `test_broken_variants.py` runs the checks that
+controller runs) when its adapter is set up. A variant whose rule lives in the workers (a
+framework integration's callback or strategy) names a patch of `broken_worker_patches`,
+which is applied in the driver and, through `reference.PRELOAD`, in the node supervisors
+that every worker forks from. `test_broken_variants.py` runs the checks that
 must catch it and expects each to fail under the clause the variant breaks, with a message
 that names the breakage (a crash is not a catch).
 """
 
 from __future__ import annotations
+
+import os
 
 from conformance.adapters.reference_adapter import ReferenceAdapter
 
@@ -103,6 +108,7 @@ class RestartsOnlyFailedWorker(_Variant):
 
     def patch(self):
         from reference.train._internal.controller.controller import Controller
+        from reference.train._internal.worker_group.api import StartTraining
         from reference.train._internal.worker_group.simcluster_group import _worker_entry
 
         def on_failure(controller, state, first):
@@ -111,9 +117,68 @@ class RestartsOnlyFailedWorker(_Variant):
             group.workers[first.rank] = controller.factory.cluster.start_worker(
                 node_id, _worker_entry, args=(group.id, boot), env=boot.env,
                 bundle=group.placement[bundle], name=f"{group.id}:rank{first.rank}")
+            group.factory.cluster.send(group.workers[first.rank].id, StartTraining())
             return state, f"replaced rank {first.rank} only"
 
         Controller._on_failure = on_failure
+
+
+class SkipsBackendShutdown(_Variant):
+    """The backend's on_shutdown is never called (every group is stopped as on abort)."""
+
+    def patch(self):
+        from reference.train._internal.worker_group.simcluster_group import SimclusterGroup
+
+        original = SimclusterGroup.shutdown
+        SimclusterGroup.shutdown = lambda group, graceful=True: original(group, graceful=False)
+
+
+class _WorkerVariant(_Variant):
+    worker_patch = ""
+
+    def patch(self):
+        import reference
+        from reference import _runtime
+
+        os.environ["TRAINSPEC_BROKEN_VARIANT"] = self.worker_patch
+        _runtime.PRELOAD = reference.PRELOAD = (*_runtime.PRELOAD, "broken_worker_patches")
+        import broken_worker_patches
+
+        broken_worker_patches.apply()
+
+
+class LightningFullDataPerRank(_WorkerVariant):
+    """RayDDPStrategy gives Lightning's sampler one replica: every rank trains on all data."""
+
+    worker_patch = "lightning_full_data_per_rank"
+
+
+class LightningCheckpointName(_WorkerVariant):
+    """Lightning's RayTrainReportCallback saves `model.ckpt`."""
+
+    worker_patch = "lightning_checkpoint_name"
+
+
+class TransformersLastLogOnly(_WorkerVariant):
+    """Transformers' RayTrainReportCallback reports the last log_history entry, unmerged."""
+
+    worker_patch = "transformers_last_log_only"
+
+
+def skips_backend_shutdown():
+    return SkipsBackendShutdown()
+
+
+def lightning_full_data_per_rank():
+    return LightningFullDataPerRank()
+
+
+def lightning_checkpoint_name():
+    return LightningCheckpointName()
+
+
+def transformers_last_log_only():
+    return TransformersLastLogOnly()
 
 
 def restarts_only_failed_worker():

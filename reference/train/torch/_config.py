@@ -1,44 +1,49 @@
 """TorchConfig and the torch backend: process group, env vars and device visibility.
 
-Hooks (see reference.train._backend):
-- `worker_env` (in the controller, before the workers start): the torchrun variables of
-  each rank (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK), the rendezvous
-  (MASTER_ADDR/MASTER_PORT for init_method "env": rank 0's node and a free port), which
-  devices the rank holds, and CUDA_VISIBLE_DEVICES shared by the GPU workers of a node.
-  A bad init_method is rejected here, so it fails the run in the controller, as in Ray.
-- `worker_setup` (in each worker, before the training function): picks the backend,
-  initializes the default process group (even for one worker, as Ray does), selects the
-  CUDA device, sets ACCELERATE_TORCH_DEVICE.
-- `worker_teardown`: destroys the process group when world size > 1 (a single worker's
-  group is left, as Ray leaves it) and frees cached CUDA memory.
-- `local_context`: local mode under torchrun (see `local_context` below).
+The backend's hooks (reference/train/backend.py), as Ray 2.60's torch backend runs them:
+- `on_start` (in the driver, once the group's workers are up): picks the torch backend
+  (the config's, else nccl with GPUs, tpu_dist with TPUs, gloo otherwise), asks rank 0 for
+  its node address and a free port, rejects an init_method other than "env"/"tcp" (so a
+  bad one fails the run in the driver, as in Ray), sets MASTER_ADDR/MASTER_PORT on every
+  worker for "env" (a tcp:// URL otherwise), the torchrun variables (RANK, WORLD_SIZE,
+  LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK) and ACCELERATE_TORCH_DEVICE from each worker's
+  train context, then initializes the default process group on every rank at once (even
+  for one worker, as Ray does).
+- `on_shutdown`: destroys the process group when world size > 1 (a single worker's group
+  is left, as Ray leaves it) and frees cached CUDA memory; waits at most
+  TORCH_PROCESS_GROUP_SHUTDOWN_TIMEOUT_S (default 30 s) and logs a timeout.
+- `train_func_context`: selects the worker's CUDA device in the thread that runs the
+  training function (the CUDA current device is per thread).
+- Sharing: GPU workers of a node see each other's GPUs (`share_cuda_visible_devices`).
 
-Ordering hazard: the free port is chosen in the controller and bound later by rank 0's
-rendezvous store; another process could take it in between. Ray has the same window
-(rank 0 picks the port, then binds it later); a new group of a retried run picks anew.
+Local mode under torchrun is `torchrun_context` (TorchTrainer uses it).
+
+Ordering hazard: the free port is chosen by rank 0's worker and bound later by its
+rendezvous store; another process could take it in between. Ray has the same window; a new
+group of a retried run picks anew.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 import os
 import socket
 from datetime import timedelta
 from typing import Any, Optional
 
-from reference.train._backend import Backend, BackendConfig
+import reference
+from reference.exceptions import GetTimeoutError
 from reference.train._context import TrainContext
-from reference.train._internal.accelerators import assignment_env, shared_visible_ids
+from reference.train.backend import Backend, BackendConfig
 
 logger = logging.getLogger(__name__)
 
-#: The rendezvous URL a worker passes to init_process_group (env:// or tcp://host:port).
-INIT_URL_VAR = "REFERENCE_TRAIN_TORCH_INIT_URL"
-SHARE_CUDA_VISIBLE_DEVICES_VAR = "TRAIN_ENABLE_SHARE_CUDA_VISIBLE_DEVICES"
 TORCHRUN_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
                  "MASTER_PORT")
+#: Ray's variable (ray/train/constants.py) and default for the shutdown wait
+SHUTDOWN_TIMEOUT_VAR = "TORCH_PROCESS_GROUP_SHUTDOWN_TIMEOUT_S"
+DEFAULT_SHUTDOWN_TIMEOUT_S = 30
 
 
 @dataclasses.dataclass
@@ -64,118 +69,76 @@ class TorchConfig(BackendConfig):
 
     @property
     def train_func_context(self):
-        # The CUDA device is selected in worker_setup, before the function runs.
-        import contextlib
-
-        return contextlib.nullcontext
+        return SelectCudaDevice
 
     def to_dict(self) -> dict[str, Any]:
         return {"backend": self.backend, "init_method": self.init_method,
                 "timeout_s": self.timeout_s}
 
 
-def _env_flag(name: str, default: bool) -> bool:
-    value = os.environ.get(name)
-    return default if value is None else value.lower() in ("1", "true")
+class SelectCudaDevice:
+    """Around the training function: make the worker's device the current CUDA device."""
 
+    def __enter__(self):
+        import torch
 
-def _free_port(address: str) -> int:
-    # Rank 0's rendezvous store listens on every address of its host, so the port must be
-    # free on all of them, not only on the node's address: simulated nodes share one host
-    # whose other addresses (127.0.0.x) hold ports of their own.
-    family = socket.AF_INET6 if ":" in address else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as sock:
-        sock.bind(("", 0))
-        return sock.getsockname()[1]
+        if torch.cuda.is_available():
+            from reference.train.torch import get_device
+
+            device = get_device()
+            if device.type == "cuda":
+                torch.cuda.set_device(device)
+
+    def __exit__(self, *exc_info):
+        return False
 
 
 def _host_port(address: str, port: int) -> str:
     return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
 
 
-class TorchBackend(Backend):
-    #: GPU workers of a node see each other's GPUs (NCCL needs its peers' devices).
-    share_cuda_visible_devices: bool = True
-    preload_modules = ("torch", "torch.distributed", "torch.distributed._functional_collectives",
-                       "reference.train.torch")
+# --------------------------------------------------------------- run on the workers
+def address_and_port() -> tuple[str, int]:
+    """This worker's node address and a port free on every address of its host (rank 0's
+    rendezvous store listens on all of them, and simulated nodes share one host whose other
+    addresses hold ports of their own)."""
+    from simcluster import worker
 
-    def worker_env(self, backend_config: TorchConfig, slots: list) -> list[dict]:
-        if backend_config.init_method not in ("env", "tcp"):
-            raise ValueError(
-                f"The provided init_method ({backend_config.init_method}) is not supported. "
-                "Must be either 'env' or 'tcp'.")
-        # The workers would fail on this with the same TypeError; failing here fails the
-        # run in the controller, where Ray fails it too.
-        timedelta(seconds=backend_config.timeout_s)
-        if not slots:
-            return []
-        master_addr = slots[0].node_address
-        master_port = _free_port(master_addr)
-        tcp = backend_config.init_method == "tcp"
-        url = f"tcp://{_host_port(master_addr, master_port)}" if tcp else "env://"
-        shared = [None] * len(slots)
-        if _env_flag(SHARE_CUDA_VISIBLE_DEVICES_VAR, self.share_cuda_visible_devices):
-            shared = shared_visible_ids(slots, "GPU")
-        envs = []
-        for slot, cuda_visible in zip(slots, shared, strict=True):
-            env = {"RANK": str(slot.rank), "WORLD_SIZE": str(slot.world_size),
-                   "LOCAL_RANK": str(slot.local_rank),
-                   "LOCAL_WORLD_SIZE": str(slot.local_world_size),
-                   "NODE_RANK": str(slot.node_rank), INIT_URL_VAR: url,
-                   **assignment_env(slot.accelerator, slot.accelerator_ids)}
-            if not tcp:
-                env.update(MASTER_ADDR=master_addr, MASTER_PORT=str(master_port))
-            if cuda_visible is not None:
-                env["CUDA_VISIBLE_DEVICES"] = cuda_visible
-            if slot.accelerator == "TPU" and len(slot.accelerator_ids) != 1 and slot.rank == 0:
-                logger.warning(
-                    "For PyTorch TPU training, each worker should hold exactly 1 TPU "
-                    "device; got %d. The PyTorch TPU runtime binds each process to a "
-                    "single device.", len(slot.accelerator_ids))
-            envs.append(env)
-        return envs
-
-    def worker_setup(self, backend_config: TorchConfig):
-        return functools.partial(setup_worker, backend_config)
-
-    def worker_teardown(self, backend_config: TorchConfig):
-        return teardown_worker
-
-    def local_context(self, backend_config: TorchConfig, experiment_name: str):
-        """Under torchrun (all of TORCHRUN_VARS set) local mode joins torchrun's process
-        group, nccl with CUDA else gloo (TorchConfig.backend is not consulted, as in Ray),
-        and takes its ranks from it; otherwise it is a single process (None)."""
-        if not under_torchrun():
-            return None
-        import torch
-        import torch.distributed as dist
-
-        assert not dist.is_initialized(), "torch.distributed is already initialized"
-        dist.init_process_group(backend="nccl" if torch.cuda.is_available() else "gloo")
-        local_rank = int(os.environ["LOCAL_RANK"])
-        if torch.cuda.is_available():
-            torch.cuda.set_device(local_rank)
-        rank, local_world_size = dist.get_rank(), int(os.environ["LOCAL_WORLD_SIZE"])
-        return TrainContext(experiment_name=experiment_name,
-                            world_size=dist.get_world_size(), world_rank=rank,
-                            local_rank=local_rank, local_world_size=local_world_size,
-                            node_rank=rank // local_world_size)
+    try:
+        address = worker.current().node_address
+    except RuntimeError:  # not a cluster's worker (a test harness): this host's loopback
+        address = "127.0.0.1"
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.bind(("", 0))
+        return address, sock.getsockname()[1]
 
 
-def under_torchrun() -> bool:
-    return all(var in os.environ for var in TORCHRUN_VARS)
+def set_master(addr: str, port: int) -> None:
+    os.environ["MASTER_ADDR"] = addr
+    os.environ["MASTER_PORT"] = str(port)
 
 
-def setup_worker(backend_config: TorchConfig, context: TrainContext) -> None:
-    """Runs in each worker before the training function (picklable through partial)."""
-    import torch
+def set_torchrun_env() -> None:
+    """torchrun's variables from this worker's train context, and Accelerate's device."""
+    from reference.train import get_context
+    from reference.train.torch import get_device
+
+    context = get_context()
+    os.environ.update(
+        LOCAL_RANK=str(context.get_local_rank()),
+        LOCAL_WORLD_SIZE=str(context.get_local_world_size()),
+        NODE_RANK=str(context.get_node_rank()), RANK=str(context.get_world_rank()),
+        WORLD_SIZE=str(context.get_world_size()), ACCELERATE_TORCH_DEVICE=str(get_device()))
+
+
+def setup_process_group(backend: str, world_rank: int, world_size: int, init_method: str,
+                        timeout_s: int) -> None:
     import torch.distributed as dist
 
     from reference.train.torch import _devices
 
-    if not dist.is_available():
-        raise RuntimeError("Distributed torch is not available.")
-    backend = _devices.resolve_backend(backend_config.backend)
+    backend = _devices.resolve_backend(backend)
     if _devices.uses_nccl(backend) and "TORCH_NCCL_ASYNC_ERROR_HANDLING" not in os.environ \
             and "TORCH_NCCL_BLOCKING_WAIT" not in os.environ:
         # A timed-out collective then fails the worker instead of hanging it.
@@ -189,26 +152,110 @@ def setup_worker(backend_config: TorchConfig, context: TrainContext) -> None:
                 "training. Please install it or ensure it is available in your "
                 "environment.") from exc
         torch_tpu._loader.load()
-    devices = _devices.worker_devices()
-    os.environ["ACCELERATE_TORCH_DEVICE"] = str(devices[0])
-    dist.init_process_group(
-        backend=backend, init_method=os.environ.get(INIT_URL_VAR, "env://"),
-        rank=context.world_rank, world_size=context.world_size,
-        timeout=timedelta(seconds=backend_config.timeout_s))
-    if torch.cuda.is_available() and devices[0].type == "cuda":
-        torch.cuda.set_device(devices[0])
+    dist.init_process_group(backend=backend, init_method=init_method, rank=world_rank,
+                            world_size=world_size, timeout=timedelta(seconds=timeout_s))
 
 
-def teardown_worker(context: TrainContext) -> None:
+def shutdown_torch(destroy_process_group: bool = False) -> None:
     import torch
     import torch.distributed as dist
 
     from reference.train.torch import _devices
 
-    if context.world_size > 1 and dist.is_initialized():
+    devices = _devices.worker_devices()
+    if destroy_process_group and dist.is_initialized():
         dist.destroy_process_group()
     if torch.cuda.is_available():
-        for device in _devices.worker_devices():
+        for device in devices:
             if device.type == "cuda":
                 with torch.cuda.device(device):
                     torch.cuda.empty_cache()
+
+
+# --------------------------------------------------------------- the backend (driver side)
+class TorchBackend(Backend):
+    #: GPU workers of a node see each other's GPUs (NCCL needs its peers' devices).
+    share_cuda_visible_devices: bool = True
+    preload_modules = ("torch", "torch.distributed", "torch.distributed._functional_collectives",
+                       "reference.train.torch")
+
+    def on_start(self, worker_group, backend_config: TorchConfig) -> None:
+        import torch.distributed as dist
+
+        if not dist.is_available():
+            raise RuntimeError("Distributed torch is not available.")
+        backend = backend_config.backend
+        if backend is None:
+            resources = worker_group.get_resources_per_worker()
+            backend = ("nccl" if resources.get("GPU", 0) > 0 else
+                       "tpu_dist" if resources.get("TPU", 0) > 0 else "gloo")
+        master_addr, master_port = worker_group.execute_single(0, address_and_port)
+        if backend_config.init_method == "env":
+            worker_group.execute(set_master, addr=master_addr, port=master_port)
+            url = "env://"
+        elif backend_config.init_method == "tcp":
+            url = f"tcp://{_host_port(master_addr, master_port)}"
+        else:
+            raise ValueError(
+                f"The provided init_method ({backend_config.init_method}) is not supported. "
+                "Must be either 'env' or 'tcp'.")
+        # Every worker would fail on this with the same TypeError; failing here fails the
+        # run in the driver, where Ray fails it too.
+        timedelta(seconds=backend_config.timeout_s)
+        if backend == "tpu_dist":
+            tpus = worker_group.get_resources_per_worker().get("TPU", 0)
+            if tpus != 1:
+                logger.warning(
+                    "For PyTorch TPU training, it is recommended that each worker has "
+                    "exactly 1 TPU device. Got resources_per_worker={'TPU': %s}. Note that "
+                    "the PyTorch TPU runtime binds each process to a single TPU device.", tpus)
+        worker_group.execute(set_torchrun_env)
+        world_size = len(worker_group)
+        reference.get([
+            worker_group.execute_single_async(
+                rank, setup_process_group, backend=backend, world_rank=rank,
+                world_size=world_size, init_method=url, timeout_s=backend_config.timeout_s)
+            for rank in range(world_size)])
+
+    def on_shutdown(self, worker_group, backend_config: TorchConfig) -> None:
+        futures = worker_group.execute_async(shutdown_torch,
+                                             destroy_process_group=len(worker_group) > 1)
+        timeout_s = _env_int(SHUTDOWN_TIMEOUT_VAR, DEFAULT_SHUTDOWN_TIMEOUT_S)
+        try:
+            reference.get(futures, timeout=timeout_s)
+        except GetTimeoutError:
+            logger.warning("Torch process group shutdown timed out after %s seconds",
+                           timeout_s)
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    try:
+        return default if raw is None else int(raw)
+    except ValueError:
+        logger.warning("%s=%r is not an integer; using %s.", name, raw, default)
+        return default
+
+
+def torchrun_context(experiment_name: str) -> TrainContext | None:
+    """Under torchrun (all of TORCHRUN_VARS set) local mode joins torchrun's process group,
+    nccl with CUDA else gloo (TorchConfig.backend is not consulted, as in Ray), and takes
+    its ranks from it; otherwise it is a single process (None)."""
+    if not under_torchrun():
+        return None
+    import torch
+    import torch.distributed as dist
+
+    assert not dist.is_initialized(), "torch.distributed is already initialized"
+    dist.init_process_group(backend="nccl" if torch.cuda.is_available() else "gloo")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    if torch.cuda.is_available():
+        torch.cuda.set_device(local_rank)
+    rank, local_world_size = dist.get_rank(), int(os.environ["LOCAL_WORLD_SIZE"])
+    return TrainContext(experiment_name=experiment_name, world_size=dist.get_world_size(),
+                        world_rank=rank, local_rank=local_rank,
+                        local_world_size=local_world_size, node_rank=rank // local_world_size)
+
+
+def under_torchrun() -> bool:
+    return all(var in os.environ for var in TORCHRUN_VARS)

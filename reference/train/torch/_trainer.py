@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Union
 
 from reference.train._trainer import DataParallelTrainer
-from reference.train.torch._config import TorchConfig, under_torchrun
+from reference.train.torch._config import TorchConfig, torchrun_context, under_torchrun
 
 
 class TorchTrainer(DataParallelTrainer):
@@ -56,7 +56,7 @@ class TorchTrainer(DataParallelTrainer):
         )
 
     def _local_context(self):
-        context = super()._local_context()
+        context = torchrun_context(self.run_config.name) or super()._local_context()
         # Set only after the join succeeded: the join refuses a group that already
         # exists, and a group the caller created is not ours to destroy.
         self._joined_torchrun = under_torchrun()

@@ -10,10 +10,12 @@ from reference.train._internal.accelerators.cpu import CPUManager
 from reference.train._internal.accelerators.cuda import CUDAManager
 from reference.train._internal.accelerators.registry import (
     MANAGERS,
+    SHARE_CUDA_VISIBLE_DEVICES_VAR,
     assignment_env,
     current_assignment,
     detect,
     get_manager,
+    launch_env,
     shared_visible_ids,
 )
 from reference.train._internal.accelerators.rocm import ROCmManager
@@ -26,12 +28,14 @@ __all__ = [
     "CPUManager",
     "CUDAManager",
     "MANAGERS",
+    "SHARE_CUDA_VISIBLE_DEVICES_VAR",
     "ROCmManager",
     "TPUManager",
     "assignment_env",
     "current_assignment",
     "detect",
     "get_manager",
+    "launch_env",
     "parse_ids",
     "shared_visible_ids",
 ]

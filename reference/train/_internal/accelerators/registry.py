@@ -84,3 +84,25 @@ def shared_visible_ids(slots: Sequence, resource_name: str) -> list[str | None]:
             per_node[slot.node_id].update(str(i) for i in slot.accelerator_ids)
     return [",".join(sorted(per_node[slot.node_id])) if holds(slot) else None
             for slot in slots]
+
+
+#: Ray's switch for sharing (overrides the backend's `share_cuda_visible_devices`)
+SHARE_CUDA_VISIBLE_DEVICES_VAR = "TRAIN_ENABLE_SHARE_CUDA_VISIBLE_DEVICES"
+
+
+def launch_env(slots: Sequence, share_cuda_visible_devices: bool,
+               environ: Mapping[str, str] | None = None) -> list[dict[str, str]]:
+    """The environment each slot's worker starts with: which devices it holds, and, when
+    sharing is on (the backend's flag, or `TRAIN_ENABLE_SHARE_CUDA_VISIBLE_DEVICES` = 1/true
+    or anything else for off), CUDA_VISIBLE_DEVICES shared by the GPU workers of a node."""
+    environ = os.environ if environ is None else environ
+    flag = environ.get(SHARE_CUDA_VISIBLE_DEVICES_VAR)
+    share = share_cuda_visible_devices if flag is None else flag.lower() in ("1", "true")
+    shared = shared_visible_ids(slots, "GPU") if share else [None] * len(slots)
+    envs = []
+    for slot, visible in zip(slots, shared, strict=True):
+        env = assignment_env(slot.accelerator, slot.accelerator_ids)
+        if visible is not None:
+            env["CUDA_VISIBLE_DEVICES"] = visible
+        envs.append(env)
+    return envs

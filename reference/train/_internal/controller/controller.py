@@ -31,6 +31,7 @@ from reference.train._internal.controller.policies import FailurePolicy, Scaling
 from reference.train._internal.storage.snapshot import to_jsonable
 from reference.train._internal.worker_group.api import (
     Ack,
+    BackendSetupError,
     Failed,
     Finished,
     GroupSpec,
@@ -131,13 +132,21 @@ class Controller:
         return self.state
 
     def _shutdown_group(self) -> None:
-        if isinstance(self.state, S.Running):
-            self._end_attempt(self.state)
+        if isinstance(self.state, S.Running):  # abort: no backend shutdown, as in Ray
+            self._end_attempt(self.state, graceful=False)
 
-    def _end_attempt(self, state: S.Running) -> None:
-        """Stop the attempt's workers, then drop what its unfinished rounds staged."""
-        state.group.shutdown()
+    def _end_attempt(self, state: S.Running, graceful: bool = True) -> BaseException | None:
+        """Stop the attempt's workers (after the backend's on_shutdown when `graceful`),
+        then drop what its unfinished rounds staged. Returns the error on_shutdown raised,
+        if any (logged here; it fails a run that had succeeded, as in Ray)."""
+        error = None
+        try:
+            state.group.shutdown(graceful=graceful)
+        except Exception as exc:  # noqa: BLE001 - the workers are stopped all the same
+            logger.error("The backend's on_shutdown failed: %s: %s", type(exc).__name__, exc)
+            error = exc
         self._discard(state.attempt)
+        return error
 
     def _discard(self, attempt: int) -> None:
         try:
@@ -159,15 +168,26 @@ class Controller:
                                checkpoint=self.manager.latest_checkpoint, **self.spec)
         try:
             group = self.factory.start(group_spec)
+        except BackendSetupError as exc:
+            self._discard(state.attempt)
+            # A backend setup can fail for good (a bad backend name) or by chance (a
+            # rendezvous port taken meanwhile): a few retries, never charged to max_failures.
+            self.setup_failures += 1
+            if self.setup_failures > self.setup_retries:
+                return (S.Errored(self._controller_error(exc.cause)),
+                        f"{exc} ({self.setup_failures} times)")
+            return S.Restarting(state.attempt, exc), f"{exc}, retrying"
         except StartRejected as exc:
             self._discard(state.attempt)  # ranks that did start may have staged already
-            return S.Errored(self._controller_error(exc)), f"cannot start: {exc}"
+            return (S.Errored(self._controller_error(getattr(exc, "cause", None) or exc)),
+                    f"cannot start: {exc}")
         except GroupStartError as exc:
             self._discard(state.attempt)
             decision = self.failure_policy.decide("controller")
             if not decision.retry:
                 return S.Errored(self._controller_error(exc)), f"start failed: {decision}"
             return S.Restarting(state.attempt, exc), f"start failed, {decision}"
+        self.setup_failures = 0
         interval = self.scaling_policy.monitor_interval_s
         next_check = None if interval is None else self.clock() + interval
         return (S.Running(state.attempt, group, decision.size, next_resize_check=next_check),
@@ -191,7 +211,9 @@ class Controller:
             state.finished[event.rank] = event.value
             if len(state.finished) < state.size:
                 return state, f"rank {event.rank} returned"
-            self._end_attempt(state)
+            error = self._end_attempt(state)
+            if error is not None:
+                return S.Errored(self._controller_error(error)), "backend shutdown failed"
             return S.Finished(state.finished.get(0)), "every rank returned"
         if isinstance(event, Failed):
             return self._on_failure(state, event)
@@ -265,18 +287,6 @@ class Controller:
             if isinstance(event, Failed):
                 failures.setdefault(event.rank, event)
         self._end_attempt(state)
-        setup = [f for f in failures.values() if f.setup]
-        if setup:
-            # A backend setup can fail for good (a bad backend name) or by chance (a
-            # rendezvous port taken meanwhile): a few retries, never charged to max_failures.
-            self.setup_failures += 1
-            if self.setup_failures > self.setup_retries:
-                return (S.Errored(self._controller_error(setup[0].error.cause)),
-                        f"backend setup failed on rank {setup[0].rank} "
-                        f"{self.setup_failures} times")
-            return (S.Restarting(state.attempt, setup[0].error),
-                    f"backend setup failed on rank {setup[0].rank}, retrying")
-        self.setup_failures = 0
         error = self._worker_group_error(failures)
         for cb in self.callbacks:
             hook = getattr(cb, "after_exception", None)

@@ -19,18 +19,23 @@ class GroupStartError(RuntimeError):
 
 class StartRejected(GroupStartError):
     """The group can never start as configured (a request that cannot fit, a backend
-    configuration the backend rejects): retrying would fail the same way."""
+    configuration the backend rejects): retrying would fail the same way. `cause`: the
+    exception the backend raised, if it was one (the run's ControllerError carries it)."""
 
-
-class WorkerSetupError(RuntimeError):
-    """A backend's setup failed on a worker (before the training function ran)."""
-
-    def __init__(self, cause: BaseException):
-        super().__init__(f"{type(cause).__name__}: {cause}")
+    def __init__(self, message: str, cause: BaseException | None = None):
+        super().__init__(message)
         self.cause = cause
 
-    def __reduce__(self):
-        return (type(self), (self.cause,))
+
+class BackendSetupError(GroupStartError):
+    """A function the backend ran on a worker while setting the group up raised (a
+    process group that cannot form, a bad backend name): the group is gone; `cause` is
+    the worker's exception, `rank` the worker."""
+
+    def __init__(self, cause: BaseException, rank: int | None = None):
+        where = "" if rank is None else f" on rank {rank}"
+        super().__init__(f"backend setup failed{where}: {type(cause).__name__}: {cause}")
+        self.cause, self.rank = cause, rank
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,8 +98,6 @@ class Failed:
     traceback: str = ""
     exit_code: int | None = None
     signal: int | None = None
-    #: the failure happened in the backend's setup, not in the training function
-    setup: bool = False
     #: the worker died because its node was preempted (charged to its own budget)
     preempted: bool = False
 
@@ -108,11 +111,37 @@ class Failed:
 Event = Report | Finished | Failed
 
 
+@dataclasses.dataclass(frozen=True)
+class Executed:
+    """A worker's answer to `Execute` (see execution.run_call)."""
+
+    call: int
+    outcome: tuple
+
+
 # ------------------------------------------------------------------ replies (controller -> worker)
 @dataclasses.dataclass(frozen=True)
 class Ack:
     index: int
     checkpoint: Any  # the persisted Checkpoint of the round, or None
+
+
+@dataclasses.dataclass(frozen=True)
+class Execute:
+    """Run a cloudpickled (fn, args, kwargs) and answer with `Executed(call, ...)`."""
+
+    call: int
+    blob: bytes
+
+
+@dataclasses.dataclass(frozen=True)
+class StartTraining:
+    """The backend is set up: run the training function."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Stop:
+    """The group is shutting down: return."""
 
 
 class WorkerGroup(abc.ABC):
@@ -128,8 +157,11 @@ class WorkerGroup(abc.ABC):
         worker's failure arrives as its `Failed` event, charged like any death."""
 
     @abc.abstractmethod
-    def shutdown(self) -> None:
-        """Stop every worker (idempotent); the group's resources are free when it returns."""
+    def shutdown(self, graceful: bool = True) -> None:
+        """Stop every worker (idempotent); the group's resources are free when it returns.
+        `graceful`: the backend's on_shutdown runs first (not on Ctrl-C / abort). An
+        exception from on_shutdown (other than a worker's RayTaskError or RayActorError,
+        which are logged) is raised after the workers were stopped."""
 
 
 class WorkerGroupFactory(abc.ABC):
@@ -139,7 +171,9 @@ class WorkerGroupFactory(abc.ABC):
 
     @abc.abstractmethod
     def start(self, spec: GroupSpec) -> WorkerGroup:
-        """Start a group (raises GroupStartError)."""
+        """Start a group and its backend, then its training function (raises
+        GroupStartError; BackendSetupError when a backend's function failed on a worker;
+        StartRejected when the backend's hooks raised in the driver)."""
 
     def wait_for_change(self, timeout: float) -> None:
         """Block until the cluster may have changed (a node added or freed), or timeout."""

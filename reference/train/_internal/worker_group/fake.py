@@ -26,6 +26,9 @@ class FakeWorkerGroup(WorkerGroup):
         self._events = collections.deque(events)
         self.acks: list[tuple[int, Ack]] = []
         self.shut_down = False
+        self.graceful: bool | None = None
+        #: raised by shutdown() (an on_shutdown that failed), after the group is down
+        self.shutdown_error: BaseException | None = None
 
     def next_event(self, timeout: float | None) -> Event | None:
         if self._events:
@@ -35,8 +38,13 @@ class FakeWorkerGroup(WorkerGroup):
     def ack(self, rank: int, ack: Ack) -> None:
         self.acks.append((rank, ack))
 
-    def shutdown(self) -> None:
+    def shutdown(self, graceful: bool = True) -> None:
+        if self.shut_down:
+            return
         self.shut_down = True
+        self.graceful = graceful
+        if self.shutdown_error is not None:
+            raise self.shutdown_error
 
 
 class FakeWorkerGroupFactory(WorkerGroupFactory):

@@ -9,6 +9,14 @@ or exits; both land in the group's queue, which the controller blocks on. Messag
 the group id, so a late message of a torn-down group is dropped instead of confusing the
 next attempt.
 
+Backend hooks (reference/train/backend.py) run in `start`, between the workers' start and
+their training function, through an `ExecutionGroup` whose calls travel as `Execute`
+messages and come back as `Executed`; a worker that exits fails its pending calls with
+RayActorError. Once a rank is past its training function it sends `Finished` and serves
+calls again, so `shutdown` runs the backend's on_shutdown on it. Ranks still inside the
+training function (a failed attempt) do not read calls: calls to them fail at once with
+RayActorError, and they are killed.
+
 Hazard: a worker's socket can close (it was SIGKILLed) a moment before simcluster holds its
 exit as final, so a send to a worker whose `exit` is still None can raise ChannelClosed.
 That is the worker's failure, reported through its exit event, never the caller's error.
@@ -16,30 +24,51 @@ That is the worker's failure, reported through its exit event, never the caller'
 
 from __future__ import annotations
 
+import itertools
+import logging
 import math
 import queue
 import signal
+import socket
 import threading
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
+from reference.exceptions import RayActorError, RayTaskError
 from reference.train._context import TrainContext
+from reference.train._internal.accelerators import launch_env
 from reference.train._internal.controller.controller import NeverSchedulable
 from reference.train._internal.worker_group.api import (
+    BackendSetupError,
+    Execute,
+    Executed,
     Failed,
     Finished,
     GroupSpec,
     GroupStartError,
     StartRejected,
+    StartTraining,
+    Stop,
     WorkerGroup,
     WorkerGroupFactory,
-    WorkerSetupError,
     WorkerSlot,
+)
+from reference.train._internal.worker_group.execution import (
+    DistributedContext,
+    ExecutionGroup,
+    Worker,
+    WorkerGroupContext,
+    WorkerMetadata,
+    tried,
 )
 from reference.train._internal.worker_group.worker import WorkerBoot, worker_main
 
+logger = logging.getLogger(__name__)
+
 PLACEMENT_TIMEOUT_S = 30.0
 SHUTDOWN_TIMEOUT_S = 10.0
+#: how long stopped workers get to return before they are killed
+STOP_GRACE_S = 2.0
 
 
 def _worker_entry(group_id: str, boot: WorkerBoot):
@@ -74,23 +103,65 @@ class SimclusterGroup(WorkerGroup):
         self.events: queue.SimpleQueue = queue.SimpleQueue()
         self.workers: dict[int, object] = {}  # rank -> WorkerHandle
         self.boots: dict[int, tuple] = {}  # rank -> (node id, WorkerBoot, bundle index)
+        self.slots: list[WorkerSlot] = []
+        self.execution: ExecutionGroup | None = None
+        self.training = False  # StartTraining was sent
+        self.finished: set[int] = set()  # ranks past their training function
         self.closed = False
+        self._calls = itertools.count()
+        self._pending: dict[int, tuple[int, Future]] = {}  # call id -> (rank, future)
+        self._lock = threading.Lock()
 
-    def next_event(self, timeout: float | None):
+    # -- backend calls -----------------------------------------------------------------------
+    def submit(self, rank: int, blob: bytes) -> Future:
+        """Send one call to rank's worker (see execution.py)."""
+        from simcluster import ChannelClosed
+
+        future: Future = Future()
+        handle = self.workers.get(rank)
+        if handle is None or handle.exit is not None or self.closed:
+            future.set_exception(RayActorError(f"the worker of rank {rank} is gone"))
+            return future
+        if self.training and rank not in self.finished:
+            future.set_exception(RayActorError(
+                f"the worker of rank {rank} is still running the training function; it is "
+                "stopped with its group"))
+            return future
+        with self._lock:
+            call = next(self._calls)
+            self._pending[call] = (rank, future)
         try:
-            return self.events.get(timeout=timeout) if timeout != 0 else \
-                self.events.get_nowait()
-        except queue.Empty:
-            return None
+            self.factory.cluster.send(handle.id, Execute(call, blob))
+        except ChannelClosed:
+            self._kill(handle)  # its exit fails the call (on_exit)
+        return future
 
-    def ack(self, rank: int, ack) -> None:
+    def on_executed(self, reply: Executed) -> None:
+        with self._lock:
+            rank, future = self._pending.pop(reply.call, (None, None))
+        if future is not None:
+            tried(reply.outcome, rank, future)
+
+    def _fail_calls(self, rank: int | None, why: str) -> None:
+        with self._lock:
+            gone = [c for c, (r, _) in self._pending.items() if rank is None or r == rank]
+            futures = [self._pending.pop(c) for c in gone]
+        for r, future in futures:
+            future.set_exception(RayActorError(f"the worker of rank {r} {why}"))
+
+    def start_training(self) -> None:
+        self.training = True
+        for rank in sorted(self.workers):
+            self._send(rank, StartTraining())
+
+    def _send(self, rank: int, message) -> None:
         from simcluster import ChannelClosed
 
         handle = self.workers.get(rank)
         if handle is None or handle.exit is not None:
             return  # its exit is already on the queue
         try:
-            self.factory.cluster.send(handle.id, ack)
+            self.factory.cluster.send(handle.id, message)
         except ChannelClosed:
             # The worker's socket closed before its exit became final (it is dying), or
             # the connection broke under a live worker. Either way this rank can no longer
@@ -98,11 +169,39 @@ class SimclusterGroup(WorkerGroup):
             # death, is the failure the controller charges.
             self._kill(handle)
 
+    # -- events ------------------------------------------------------------------------------
+    def next_event(self, timeout: float | None):
+        try:
+            return self.events.get(timeout=timeout) if timeout != 0 else \
+                self.events.get_nowait()
+        except queue.Empty:
+            return None
+
+    def on_message(self, event) -> None:
+        if isinstance(event, Executed):
+            self.on_executed(event)
+            return
+        if isinstance(event, Finished):
+            self.finished.add(event.rank)
+        self.events.put(event)
+
+    def ack(self, rank: int, ack) -> None:
+        self._send(rank, ack)
+
     def on_exit(self, rank: int, exit) -> None:
+        # While the backend sets the group up, one death dooms every rank's call (a peer
+        # waiting in a rendezvous for the dead rank would wait out its timeout).
+        why = f"exited ({exit.reason or exit.code or exit.signal})" if self.training else \
+            f"could not finish: rank {rank} exited during the backend's setup"
+        self._fail_calls(rank if self.training else None, why)
+        if rank in self.finished:
+            return  # past its training function: its value is in already
         if exit.error is not None:
-            self.events.put(Failed(rank, error=exit.error, traceback=exit.traceback,
-                                   setup=isinstance(exit.error, WorkerSetupError)))
-        elif exit.ok:
+            self.events.put(Failed(rank, error=exit.error, traceback=exit.traceback))
+        elif exit.ok and self.training:
+            # The function returned without a Finished message (a worker runtime that
+            # does not stay up): its value is the exit's.
+            self.finished.add(rank)
             self.events.put(Finished(rank, exit.result))
         else:
             self.events.put(Failed(rank, exit_code=exit.code, signal=exit.signal,
@@ -116,11 +215,25 @@ class SimclusterGroup(WorkerGroup):
             except Exception:  # noqa: BLE001 - already gone (its node died)
                 pass
 
-    def shutdown(self) -> None:
+    def shutdown(self, graceful: bool = True) -> None:
         if self.closed:
             return
+        error = None
+        if graceful and self.execution is not None:
+            error = run_backend_shutdown(self.factory.backend, self.execution,
+                                         self.spec.backend_config)
+        if self.execution is not None:
+            self.execution.close()
         self.closed = True
         handles = list(self.workers.values())
+        if graceful:
+            for rank in sorted(self.finished):
+                self._send(rank, Stop())
+            for rank in sorted(self.finished):
+                try:
+                    self.workers[rank].wait(STOP_GRACE_S)
+                except TimeoutError:
+                    pass
         for h in handles:
             self._kill(h)
         for h in handles:
@@ -128,8 +241,40 @@ class SimclusterGroup(WorkerGroup):
                 h.wait(SHUTDOWN_TIMEOUT_S)
             except TimeoutError:
                 pass
+        self._fail_calls(None, "was stopped with its group")
         self.placement.release()
         self.factory.forget(self)
+        if error is not None:
+            raise error
+
+
+def run_backend_shutdown(backend, execution: ExecutionGroup, config) -> Exception | None:
+    """on_shutdown, as Ray's backend-setup callback runs it: a worker's RayTaskError or
+    RayActorError is logged (expected when a worker crashed); any other error is returned
+    for the caller to raise once the workers are stopped."""
+    try:
+        backend.on_shutdown(execution, config)
+    except (RayActorError, RayTaskError):
+        logger.warning("Graceful shutdown of backend failed. This is expected if one of "
+                       "the workers has crashed.", exc_info=True)
+    except Exception as exc:  # noqa: BLE001 - raised after the workers are gone
+        return exc
+    return None
+
+
+def _worker_info(slot: WorkerSlot, handle, resources: dict) -> Worker:
+    kind = {"CUDA": "GPU", "ROCm": "GPU", "TPU": "TPU"}.get(slot.accelerator or "")
+    ids = {"GPU": [], "TPU": []}
+    if kind is not None:
+        ids[kind] = list(slot.accelerator_ids)
+    return Worker(
+        metadata=WorkerMetadata(hostname=socket.gethostname(), node_id=slot.node_id,
+                                node_ip=slot.node_address, pid=handle.pid,
+                                accelerator_ids=ids),
+        distributed_context=DistributedContext(
+            world_rank=slot.rank, world_size=slot.world_size, local_rank=slot.local_rank,
+            local_world_size=slot.local_world_size, node_rank=slot.node_rank),
+        resources=dict(resources), submit=None)
 
 
 class SimclusterGroupFactory(WorkerGroupFactory):
@@ -146,7 +291,7 @@ class SimclusterGroupFactory(WorkerGroupFactory):
         group_id, event = obj
         group = self._groups.get(group_id)
         if group is not None and not group.closed:
-            group.events.put(event)
+            group.on_message(event)
 
     def _on_exit(self, exit) -> None:
         group_id, _, rank = exit.name.partition(":rank")
@@ -195,12 +340,38 @@ class SimclusterGroupFactory(WorkerGroupFactory):
         try:
             self._launch(group, placement)
         except SimclusterError as exc:
-            group.shutdown()
+            group.shutdown(graceful=False)
             raise GroupStartError(f"starting the workers failed: {exc}") from exc
-        except Exception as exc:  # the backend rejected its configuration: never retried
-            group.shutdown()
-            raise StartRejected(f"{type(exc).__name__}: {exc}") from exc
+        try:
+            self._start_backend(group)
+        except BaseException:
+            group.shutdown(graceful=False)
+            raise
+        group.start_training()
         return group
+
+    def _start_backend(self, group: SimclusterGroup) -> None:
+        """on_start and on_training_start, with their errors sorted for the controller."""
+        spec, backend = group.spec, self.backend
+        context = WorkerGroupContext(
+            num_workers=group.world_size, resources_per_worker=dict(spec.resources_per_worker),
+            placement_strategy=spec.placement_strategy)
+        workers = []
+        for slot in group.slots:
+            worker = _worker_info(slot, group.workers[slot.rank], spec.resources_per_worker)
+            worker.submit = lambda blob, rank=slot.rank: group.submit(rank, blob)
+            workers.append(worker)
+        group.execution = ExecutionGroup(workers, context)
+        try:
+            backend.on_start(group.execution, spec.backend_config)
+            backend.on_training_start(group.execution, spec.backend_config)
+        except RayActorError as exc:  # a worker died while the backend set it up
+            raise GroupStartError(f"a worker died while the backend set the group up: "
+                                  f"{exc}") from exc
+        except RayTaskError as exc:  # a function the backend ran on a worker raised
+            raise BackendSetupError(exc.cause, exc.rank) from exc
+        except Exception as exc:  # the backend rejected its configuration: never retried
+            raise StartRejected(f"{type(exc).__name__}: {exc}", exc) from exc
 
     def _launch(self, group: SimclusterGroup, placement) -> None:
         spec, n = group.spec, group.world_size
@@ -218,18 +389,16 @@ class SimclusterGroupFactory(WorkerGroupFactory):
                 world_size=n, local_world_size=len(per_node[nid]), node_id=nid,
                 node_address=node.address, accelerator=node.spec.accelerator,
                 accelerator_ids=tuple(accel[i])))
-        config = spec.backend_config
-        envs = self.backend.worker_env(config, slots)
-        setup = [f for f in (self.backend.worker_setup(config),) if f is not None]
-        teardown = [f for f in (self.backend.worker_teardown(config),) if f is not None]
+        group.slots = slots
+        envs = launch_env(slots, self.backend.share_cuda_visible_devices)
+
         def start(slot_env):
             slot, env = slot_env
             context = TrainContext(
                 experiment_name=spec.experiment_name, world_size=n, world_rank=slot.rank,
                 local_rank=slot.local_rank, local_world_size=slot.local_world_size,
                 node_rank=slot.node_rank, storage=spec.storage)
-            boot = WorkerBoot(spec=spec, context=context, env={k: str(v) for k, v in env.items()},
-                              setup=setup, teardown=teardown)
+            boot = WorkerBoot(spec=spec, context=context, env={k: str(v) for k, v in env.items()})
             group.boots[slot.rank] = (slot.node_id, boot, order[slot.rank])
             group.workers[slot.rank] = self.cluster.start_worker(
                 slot.node_id, _worker_entry, args=(group.id, boot), env=boot.env,

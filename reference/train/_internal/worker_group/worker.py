@@ -45,7 +45,17 @@ from reference.train._internal.session import Session, set_session
 from reference.train._internal.storage import fs_utils
 from reference.train._internal.storage.snapshot import encode_json, read_snapshot
 from reference.train._internal.storage.storage_context import validate_checkpoint_dir_name
-from reference.train._internal.worker_group.api import Ack, GroupSpec, Report, WorkerSetupError
+from reference.train._internal.worker_group.api import (
+    Ack,
+    Execute,
+    Executed,
+    Finished,
+    GroupSpec,
+    Report,
+    StartTraining,
+    Stop,
+)
+from reference.train._internal.worker_group.execution import run_call
 from reference.train._report_config import (
     CheckpointConsistencyMode,
     CheckpointUploadMode,
@@ -64,8 +74,6 @@ class WorkerBoot:
     spec: GroupSpec
     context: TrainContext
     env: dict
-    setup: list  # callables(context) run before the training function (backend setup)
-    teardown: list = dataclasses.field(default_factory=list)
 
 
 def unserializable_key(metrics: Any) -> str | None:
@@ -242,20 +250,41 @@ class WorkerSession(Session):
         return reported_checkpoints(self.boot.spec.storage)
 
 
+def serve_calls(channel) -> object:
+    """Run the functions the driver sends (the backend's hooks), one at a time, until a
+    message that is not a call arrives; return it."""
+    while True:
+        message = channel.recv()
+        if not isinstance(message, Execute):
+            return message
+        channel.send(Executed(message.call, run_call(message.blob)))
+
+
 def worker_main(boot: WorkerBoot, channel):
-    """Run one rank's training function; its return value or exception is the worker's
-    outcome (the cluster carries it back to the controller)."""
+    """One rank's life: serve the backend's setup calls, run the training function when
+    told to, report its value, serve the backend's shutdown calls, return when stopped.
+
+    The training function's exception is the worker's outcome (the cluster carries it
+    back to the controller); its value is sent as `Finished`, so the worker stays up for
+    on_shutdown."""
+    from simcluster import ChannelClosed
+
     os.environ.update(boot.env)
     set_session(WorkerSession(boot, channel))
     try:
         try:
-            for setup in boot.setup:
-                setup(boot.context)
-        except Exception as exc:  # noqa: BLE001 - reported as a setup failure
-            raise WorkerSetupError(exc) from exc
+            message = serve_calls(channel)
+        except ChannelClosed:
+            return None  # the group was torn down during setup
+        if not isinstance(message, StartTraining):
+            return None  # Stop: the backend failed to set up on another rank
         value = cloudpickle.loads(boot.spec.train_fn)()
-        for teardown in boot.teardown:
-            teardown(boot.context)
-        return value
+        channel.send(Finished(boot.context.world_rank, value))
+        try:
+            while not isinstance(serve_calls(channel), Stop):
+                pass
+        except ChannelClosed:
+            pass
+        return None
     finally:
         set_session(None)

@@ -38,10 +38,32 @@ def test_simulated_gpu_workers_use_gloo_on_the_cpu(rank_pool):
 
 
 @pytest.mark.parametrize("world_size, left", [(1, True), (2, False)])
-def test_teardown_destroys_the_group_only_for_several_workers(rank_pool, world_size, left):
-    teardown = TorchBackend().worker_teardown(CONFIG)
-    assert rank_pool.run(CONFIG, make_slots(world_size), fns.teardown_and_check,
-                         teardown) == [left] * world_size
+def test_on_shutdown_destroys_the_group_only_for_several_workers(rank_pool, world_size, left):
+    backend = TorchBackend()
+    with rank_pool.group(CONFIG, make_slots(world_size)) as group:
+        backend.on_start(group, CONFIG)
+        assert group.execute(fns.group_exists) == [True] * world_size
+        backend.on_shutdown(group, CONFIG)
+        assert group.execute(fns.group_exists) == [left] * world_size
+
+
+def test_the_port_rank_0_offers_is_free_on_every_address(rank_pool):
+    import socket
+
+    from reference.train.torch._config import address_and_port
+
+    with rank_pool.group(CONFIG, make_slots(1)) as group:
+        address, port = group.execute_single(0, address_and_port)
+    assert address == "127.0.0.1"
+    with socket.socket() as sock:
+        sock.bind(("", port))
+
+
+def test_the_torch_backend_is_chosen_from_the_resources_when_none_is_set(rank_pool):
+    # GPU workers ask for nccl; their simulated devices make each rank fall back to gloo.
+    slots = make_slots(2, accelerator="CUDA", ids_per_worker=1)
+    seen = rank_pool.run(TorchConfig(backend=None, timeout_s=30), slots, fns.inspect_rank)
+    assert {s["backend"] for s in seen} == {"gloo"} and {s["sum"] for s in seen} == {3.0}
 
 
 def test_more_than_one_worker_wraps_the_model_in_ddp(rank_pool):

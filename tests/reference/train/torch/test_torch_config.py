@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-import socket
 from datetime import timedelta
 
 import pytest
 from torch_rank_pool import make_slots
 
 import reference.train as train
-from reference.train._internal.accelerators import ACCELERATOR_IDS_VAR, ACCELERATOR_VAR
+from reference.train._internal.accelerators import (
+    ACCELERATOR_IDS_VAR,
+    ACCELERATOR_VAR,
+    launch_env,
+)
+from reference.train.backend import Backend
 from reference.train.torch import TorchConfig, TorchTrainer
-from reference.train.torch._config import INIT_URL_VAR, TorchBackend
+from reference.train.torch._config import TorchBackend
 
 
 def _noop():
@@ -68,81 +72,102 @@ def test_backend_choice_same_as_ray(scaling, backend):
     assert repr(ours) == repr(theirs)
 
 
-# ---------------------------------------------------------------------------- worker_env
-def test_ranks_and_rendezvous_per_rank():
-    slots = make_slots(4, nodes=2)
-    envs = TorchBackend().worker_env(TorchConfig(backend="gloo"), slots)
-    ports = {env["MASTER_PORT"] for env in envs}
-    assert len(ports) == 1 and int(ports.pop()) > 0
-    for slot, env in zip(slots, envs, strict=True):
-        assert {k: env[k] for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-                                    "NODE_RANK", "MASTER_ADDR", INIT_URL_VAR)} == {
-            "RANK": str(slot.rank), "WORLD_SIZE": "4", "LOCAL_RANK": str(slot.local_rank),
-            "LOCAL_WORLD_SIZE": "2", "NODE_RANK": str(slot.node_rank),
-            "MASTER_ADDR": slots[0].node_address, INIT_URL_VAR: "env://"}
+# ------------------------------------------------------------ the environment workers start with
+def test_cpu_workers_start_with_no_devices_and_no_sharing():
+    envs = launch_env(make_slots(4, nodes=2), TorchBackend.share_cuda_visible_devices)
+    for env in envs:
         assert "CUDA_VISIBLE_DEVICES" not in env
         assert (env[ACCELERATOR_VAR], env[ACCELERATOR_IDS_VAR]) == ("", "")
 
 
-def test_the_port_is_free_on_every_address():
-    env = TorchBackend().worker_env(TorchConfig(), make_slots(1))[0]
-    with socket.socket() as sock:
-        sock.bind(("", int(env["MASTER_PORT"])))
-
-
-def test_tcp_init_method_passes_a_url_and_no_master_variables():
-    envs = TorchBackend().worker_env(TorchConfig(init_method="tcp"), make_slots(2))
-    url = envs[0][INIT_URL_VAR]
-    assert url.startswith("tcp://127.0.0.1:") and all(e[INIT_URL_VAR] == url for e in envs)
-    assert not any("MASTER_ADDR" in e or "MASTER_PORT" in e for e in envs)
-
-
-def test_bad_init_method_is_rejected_with_rays_message():
-    with pytest.raises(ValueError) as info:
-        TorchBackend().worker_env(TorchConfig(init_method="bad"), make_slots(2))
-    assert str(info.value) == ("The provided init_method (bad) is not supported. Must be "
-                               "either 'env' or 'tcp'.")
-
-
-def test_bad_timeout_is_rejected_as_the_worker_would_reject_it():
-    with pytest.raises(TypeError) as ours:
-        TorchBackend().worker_env(TorchConfig(timeout_s="x"), make_slots(1))
-    with pytest.raises(TypeError) as torch_s:
-        timedelta(seconds="x")
-    assert str(ours.value) == str(torch_s.value)
-
-
 def test_gpu_workers_of_a_node_share_cuda_visible_devices():
     slots = make_slots(4, nodes=2, accelerator="CUDA", ids_per_worker=2)
-    envs = TorchBackend().worker_env(TorchConfig(), slots)
+    envs = launch_env(slots, TorchBackend.share_cuda_visible_devices)
     assert [e["CUDA_VISIBLE_DEVICES"] for e in envs] == ["0,1,2,3"] * 4
     assert [e[ACCELERATOR_IDS_VAR] for e in envs] == ["0,1", "2,3", "0,1", "2,3"]
     assert {e[ACCELERATOR_VAR] for e in envs} == {"CUDA"}
 
 
+def test_the_base_backend_does_not_share():
+    slots = make_slots(2, accelerator="CUDA", ids_per_worker=1)
+    assert TorchBackend.share_cuda_visible_devices and not Backend.share_cuda_visible_devices
+    assert not any("CUDA_VISIBLE_DEVICES" in e
+                   for e in launch_env(slots, Backend.share_cuda_visible_devices))
+
+
 def test_rocm_workers_share_cuda_visible_devices_too():
-    envs = TorchBackend().worker_env(TorchConfig(), make_slots(2, accelerator="ROCm",
-                                                               ids_per_worker=1))
+    envs = launch_env(make_slots(2, accelerator="ROCm", ids_per_worker=1), True)
     assert [e["CUDA_VISIBLE_DEVICES"] for e in envs] == ["0,1", "0,1"]
     assert not any("HIP_VISIBLE_DEVICES" in e for e in envs)
 
 
 @pytest.mark.parametrize("value, shared", [("0", False), ("false", False), ("1", True),
                                            ("TRUE", True), ("no", False)])
-def test_sharing_follows_the_environment_switch(monkeypatch, value, shared):
+@pytest.mark.parametrize("backend_flag", [True, False])
+def test_sharing_follows_the_environment_switch(monkeypatch, value, shared, backend_flag):
     monkeypatch.setenv("TRAIN_ENABLE_SHARE_CUDA_VISIBLE_DEVICES", value)
-    envs = TorchBackend().worker_env(TorchConfig(), make_slots(2, accelerator="CUDA",
-                                                               ids_per_worker=1))
+    envs = launch_env(make_slots(2, accelerator="CUDA", ids_per_worker=1), backend_flag)
     assert ("CUDA_VISIBLE_DEVICES" in envs[0]) is shared
 
 
-def test_tpu_workers_get_their_chips_and_a_warning_for_several(caplog):
-    slots = make_slots(2, accelerator="TPU", ids_per_worker=4)
-    envs = TorchBackend().worker_env(TorchConfig(), slots)
+def test_tpu_workers_get_their_chips_and_no_cuda_variable():
+    envs = launch_env(make_slots(2, accelerator="TPU", ids_per_worker=4), True)
     assert [e[ACCELERATOR_IDS_VAR] for e in envs] == ["0,1,2,3", "4,5,6,7"]
-    assert "exactly 1 TPU device" in caplog.text
     assert not any("CUDA_VISIBLE_DEVICES" in e for e in envs)
 
 
 def test_no_slots_no_env():
-    assert TorchBackend().worker_env(TorchConfig(), []) == []
+    assert launch_env([], True) == []
+
+
+# ------------------------------------------------------------ on_start errors, in the driver
+class _Recorder:
+    """A worker group that records what on_start asks of it (nothing reaches a worker)."""
+
+    def __init__(self, size=2, resources=None):
+        self.size, self.resources, self.calls = size, resources or {"CPU": 1}, []
+
+    def get_resources_per_worker(self):
+        return dict(self.resources)
+
+    def __len__(self):
+        return self.size
+
+    def execute_single(self, rank, fn, *args, **kwargs):
+        self.calls.append(fn.__name__)
+        return "10.0.0.1", 29500
+
+    def execute(self, fn, *args, **kwargs):
+        self.calls.append(fn.__name__)
+        return [None] * self.size
+
+    def execute_single_async(self, rank, fn, *args, **kwargs):
+        raise AssertionError("on_start got as far as the process group")
+
+
+def test_bad_init_method_is_rejected_with_rays_message_before_any_worker_changes():
+    group = _Recorder()
+    with pytest.raises(ValueError) as info:
+        TorchBackend().on_start(group, TorchConfig(init_method="bad"))
+    assert str(info.value) == ("The provided init_method (bad) is not supported. Must be "
+                               "either 'env' or 'tcp'.")
+    assert group.calls == ["address_and_port"]
+
+
+def test_bad_timeout_is_rejected_as_the_worker_would_reject_it():
+    with pytest.raises(TypeError) as ours:
+        TorchBackend().on_start(_Recorder(), TorchConfig(timeout_s="x"))
+    with pytest.raises(TypeError) as torch_s:
+        timedelta(seconds="x")
+    assert str(ours.value) == str(torch_s.value)
+
+
+def test_tpu_workers_with_several_chips_get_a_warning(caplog):
+    group = _Recorder(resources={"TPU": 4})
+    with pytest.raises(AssertionError, match="as far as the process group"):
+        TorchBackend().on_start(group, TorchConfig(backend="tpu_dist"))
+    assert "exactly 1 TPU device. Got resources_per_worker={'TPU': 4}" in caplog.text
+
+
+def test_the_backend_is_a_singleton_as_in_ray():
+    assert TorchBackend() is TorchBackend() and Backend() is not TorchBackend()

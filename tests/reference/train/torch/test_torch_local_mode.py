@@ -39,7 +39,7 @@ def test_single_process_without_torchrun(monkeypatch):
 
 @pytest.mark.slow
 def test_under_torchrun_joins_the_group_and_destroys_it(rank_pool):
-    tasks = [(env, None, [], [], fns.local_mode_fit, (False, "torchrun-run"))
+    tasks = [(env, None, fns.local_mode_fit, (False, "torchrun-run"))
              for env in _torchrun_env(2)]
     seen = rank_pool.run_tasks(tasks, timeout=60)
     for rank, s in enumerate(seen):
@@ -51,7 +51,7 @@ def test_under_torchrun_joins_the_group_and_destroys_it(rank_pool):
 
 @pytest.mark.slow
 def test_under_torchrun_datasets_are_refused(rank_pool):
-    tasks = [(env, None, [], [], fns.local_mode_fit, (True, "x")) for env in _torchrun_env(2)]
+    tasks = [(env, None, fns.local_mode_fit, (True, "x")) for env in _torchrun_env(2)]
     for s in rank_pool.run_tasks(tasks, timeout=60):
         assert s == {"error": "Ray Data is not supported in local mode with multiple "
                               "workers.", "initialized_after": False}
@@ -59,6 +59,6 @@ def test_under_torchrun_datasets_are_refused(rank_pool):
 
 @pytest.mark.slow
 def test_under_torchrun_an_existing_group_is_refused_and_kept(rank_pool):
-    task = (_torchrun_env(1)[0], None, [], [], fns.local_mode_with_existing_group, ())
+    task = (_torchrun_env(1)[0], None, fns.local_mode_with_existing_group, ())
     assert rank_pool.run_tasks([task], timeout=60) == [
         "torch.distributed is already initialized / still initialized: True"]

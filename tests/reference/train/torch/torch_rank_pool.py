@@ -1,11 +1,13 @@
 """Real rank processes for the torch backend tests, without a cluster.
 
-`RankPool(n)` keeps n processes (forked from a server that imported torch once). `run`
-gives ranks 0..W-1 the environment TorchBackend.worker_env computed for W slots, a
-session carrying their TrainContext, runs the backend's setup, the function and the
-teardown in them, and returns each rank's value: a real gloo process group per call.
-Between calls a rank restores its environment and destroys any process group left over,
-so one pool serves many worlds of different sizes.
+`RankPool(n)` keeps n processes (forked from a server that imported torch once).
+`pool.group(backend_config, slots)` gives ranks 0..W-1 the environment a worker group's
+workers start with and a session carrying their TrainContext, and yields an
+`ExecutionGroup` over them, the object a Backend's hooks get in a real run; `run` drives a
+backend through it (on_start, on_training_start, the function on every rank, on_shutdown)
+and returns each rank's value: a real gloo process group per call. Afterwards a rank
+restores its environment and destroys any process group left over, so one pool serves
+many worlds of different sizes. `run_tasks` runs plain functions with a given environment.
 
 Every wait has a deadline; on a timeout or a failed rank the pool kills its processes and
 starts fresh ones, so a stuck collective costs one test, not the session.
@@ -13,13 +15,18 @@ starts fresh ones, so a stuck collective costs one test, not the session.
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import multiprocessing
 import os
+import threading
 import time
 import traceback
+from concurrent.futures import Future
 
 import cloudpickle
 
+from reference.exceptions import RayActorError, RayTaskError
 from reference.train._internal.session import Session, set_session
 
 # DDP imports torch._dynamo (via functional collectives) on first use: seconds per process.
@@ -43,32 +50,52 @@ class RankSession(Session):
         return []
 
 
-def _run_task(blob: bytes) -> bytes:
-    env, context, setup, teardown, fn, args = cloudpickle.loads(blob)
-    saved = dict(os.environ)
-    os.environ.update(env)
-    try:
+# ------------------------------------------------------------------ in the rank processes
+class _Rank:
+    def __init__(self):
+        self.saved: dict | None = None
+
+    def begin(self, env: dict, context) -> None:
+        self.saved = dict(os.environ)
+        os.environ.update(env)
         if context is not None:
             set_session(RankSession(context))
-        for hook in setup:
-            hook(context)
-        value = fn(*args)
-        for hook in teardown:
-            hook(context)
-        return cloudpickle.dumps(("ok", value))
-    except BaseException:  # noqa: BLE001 - reported to the parent with the traceback
-        return cloudpickle.dumps(("error", traceback.format_exc()))
-    finally:
+
+    def end(self) -> None:
         set_session(None)
         import torch.distributed as dist
 
         if dist.is_initialized():
             dist.destroy_process_group()
-        os.environ.clear()
-        os.environ.update(saved)
+        if self.saved is not None:
+            os.environ.clear()
+            os.environ.update(self.saved)
+            self.saved = None
+
+    def handle(self, kind: str, payload):
+        from reference.train._internal.worker_group.execution import run_call
+
+        if kind == "call":
+            return run_call(payload)
+        try:
+            if kind == "begin":
+                self.begin(*payload)
+                return True, None, ""
+            if kind == "end":
+                self.end()
+                return True, None, ""
+            env, context, fn, args = payload  # "task": a whole function in one go
+            self.begin(env, context)
+            try:
+                return True, fn(*args), ""
+            finally:
+                self.end()
+        except BaseException as exc:  # noqa: BLE001 - reported to the parent
+            return False, RuntimeError(repr(exc)), traceback.format_exc()
 
 
 def _serve(conn) -> None:
+    rank = _Rank()
     while True:
         try:
             blob = conn.recv_bytes()
@@ -76,11 +103,67 @@ def _serve(conn) -> None:
             return
         if not blob:
             return
-        conn.send_bytes(_run_task(blob))
+        conn.send_bytes(cloudpickle.dumps(rank.handle(*cloudpickle.loads(blob))))
 
 
+# ------------------------------------------------------------------ in the test process
 class RankError(AssertionError):
     pass
+
+
+class _Conn:
+    """One rank process: requests go out in order, a reader thread resolves their futures
+    in the same order."""
+
+    def __init__(self, ctx, rank: int):
+        self.rank = rank
+        parent, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve, args=(child,), daemon=True)
+        self.proc.start()
+        child.close()
+        self.conn, self.pending = parent, collections.deque()
+        self.lock = threading.Lock()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def request(self, kind: str, payload) -> Future:
+        future: Future = Future()
+        with self.lock:
+            self.pending.append(future)
+            try:
+                self.conn.send_bytes(cloudpickle.dumps((kind, payload)))
+            except OSError:
+                self.pending.remove(future)
+                future.set_exception(RayActorError(f"rank {self.rank}'s process is gone"))
+        return future
+
+    def _read(self) -> None:
+        from reference.train._internal.worker_group.execution import tried
+
+        while True:
+            try:
+                outcome = cloudpickle.loads(self.conn.recv_bytes())
+            except (EOFError, OSError):
+                break
+            with self.lock:
+                future = self.pending.popleft()
+            tried(outcome, self.rank, future)
+        with self.lock:
+            left, self.pending = list(self.pending), collections.deque()
+        for future in left:
+            future.set_exception(RayActorError(f"rank {self.rank}'s process is gone"))
+
+    def close(self, deadline: float) -> None:
+        try:
+            self.conn.send_bytes(b"")
+        except OSError:
+            pass
+        self.proc.join(max(0.0, deadline - time.monotonic()))
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join(5)
+        self.conn.close()
+        self.reader.join(5)
 
 
 class RankPool:
@@ -88,74 +171,109 @@ class RankPool:
         self.size = size
         self._ctx = multiprocessing.get_context("forkserver")
         self._ctx.set_forkserver_preload(PRELOAD)
-        self._procs: list = []
-        self._conns: list = []
+        self._conns: list[_Conn] = []
         self._start()
 
     def _start(self) -> None:
-        for _ in range(self.size):
-            parent, child = self._ctx.Pipe()
-            proc = self._ctx.Process(target=_serve, args=(child,), daemon=True)
-            proc.start()
-            child.close()
-            self._procs.append(proc)
-            self._conns.append(parent)
+        self._conns = [_Conn(self._ctx, rank) for rank in range(self.size)]
 
     def close(self) -> None:
-        for conn in self._conns:
-            try:
-                conn.send_bytes(b"")
-            except OSError:
-                pass
         deadline = time.monotonic() + 5
-        for proc in self._procs:
-            proc.join(max(0.0, deadline - time.monotonic()))
-            if proc.is_alive():
-                proc.kill()
-                proc.join(5)
         for conn in self._conns:
-            conn.close()
-        self._procs, self._conns = [], []
+            conn.close(deadline)
+        self._conns = []
 
     def restart(self) -> None:
         self.close()
         self._start()
 
+    def _kill(self) -> None:
+        for conn in self._conns:
+            if conn.proc.is_alive():
+                conn.proc.kill()
+
     def run_tasks(self, tasks: list[tuple], timeout: float = 120.0) -> list:
-        """Run task i on process i: (env, context, setup, teardown, fn, args)."""
+        """Run task i on process i: (env, context, fn, args)."""
         assert len(tasks) <= self.size, f"{len(tasks)} tasks for a pool of {self.size}"
-        for conn, task in zip(self._conns, tasks, strict=False):
-            conn.send_bytes(cloudpickle.dumps(task))
-        deadline = time.monotonic() + timeout
-        replies: list = []
-        for rank, conn in enumerate(self._conns[:len(tasks)]):
-            if not conn.poll(max(0.0, deadline - time.monotonic())):
-                self.restart()
-                raise TimeoutError(f"rank {rank} gave no answer within {timeout} s")
-            replies.append(cloudpickle.loads(conn.recv_bytes()))
-        failed = {rank: text for rank, (kind, text) in enumerate(replies) if kind == "error"}
-        if failed:
+        futures = [c.request("task", t) for c, t in zip(self._conns, tasks, strict=False)]
+        return self._values(futures, timeout)
+
+    def _values(self, futures: list[Future], timeout: float) -> list:
+        import reference
+
+        try:
+            return reference.get(futures, timeout=timeout)
+        except reference.exceptions.GetTimeoutError:
+            self.restart()
+            raise TimeoutError(f"a rank gave no answer within {timeout} s") from None
+        except (RayTaskError, RayActorError) as exc:
             # A rank that failed may have left its peers inside a collective.
             self.restart()
-            raise RankError("\n".join(f"rank {r}:\n{t}" for r, t in failed.items()))
-        return [value for _, value in replies]
+            raise RankError(str(exc)) from None
 
-    def run(self, backend_config, slots: list, fn, *args, timeout: float = 120.0) -> list:
-        """Every slot's rank runs the backend's hooks around fn(*args)."""
+    @contextlib.contextmanager
+    def group(self, backend_config, slots: list, timeout: float = 120.0):
+        """An ExecutionGroup over ranks set up as `slots` say (see the module docstring);
+        the ranks are killed if the block takes longer than `timeout`."""
         from reference.train._context import TrainContext
+        from reference.train._internal.accelerators import launch_env
+        from reference.train._internal.worker_group.execution import (
+            DistributedContext,
+            ExecutionGroup,
+            Worker,
+            WorkerGroupContext,
+            WorkerMetadata,
+        )
 
+        assert len(slots) <= self.size, f"{len(slots)} ranks for a pool of {self.size}"
         backend = backend_config.backend_cls()
-        envs = backend.worker_env(backend_config, slots)
-        hooks = ([h for h in (backend.worker_setup(backend_config),) if h],
-                 [h for h in (backend.worker_teardown(backend_config),) if h])
-        tasks = []
-        for slot, env in zip(slots, envs, strict=True):
+        envs = launch_env(slots, backend.share_cuda_visible_devices)
+        workers, begins = [], []
+        for conn, slot, env in zip(self._conns, slots, envs, strict=False):
             context = TrainContext(
                 experiment_name="rank-pool", world_size=slot.world_size, world_rank=slot.rank,
                 local_rank=slot.local_rank, local_world_size=slot.local_world_size,
                 node_rank=slot.node_rank)
-            tasks.append((env, context, *hooks, fn, args))
-        return self.run_tasks(tasks, timeout)
+            begins.append(conn.request("begin", (env, context)))
+            kind = "TPU" if slot.accelerator == "TPU" else "GPU"
+            workers.append(Worker(
+                metadata=WorkerMetadata("localhost", slot.node_id, slot.node_address,
+                                        conn.proc.pid, {kind: list(slot.accelerator_ids)}),
+                distributed_context=DistributedContext(
+                    slot.rank, slot.world_size, slot.local_rank, slot.local_world_size,
+                    slot.node_rank),
+                resources={}, submit=lambda blob, c=conn: c.request("call", blob)))
+        self._values(begins, timeout)
+        per_worker = {"GPU": 1} if slots and slots[0].accelerator in ("CUDA", "ROCm") else \
+            {"TPU": 1} if slots and slots[0].accelerator == "TPU" else {"CPU": 1}
+        group = ExecutionGroup(workers, WorkerGroupContext(len(slots), per_worker, "PACK"))
+        watchdog = threading.Timer(timeout, self._kill)
+        watchdog.start()
+        failed = True
+        try:
+            yield group
+            failed = False
+        except (RayTaskError, RayActorError) as exc:
+            raise (TimeoutError(f"the ranks did not finish within {timeout} s")
+                   if not watchdog.is_alive() else RankError(str(exc))) from None
+        finally:
+            watchdog.cancel()
+            if failed:
+                self.restart()
+            else:
+                self._values([c.request("end", None) for c in self._conns[:len(slots)]],
+                             timeout)
+
+    def run(self, backend_config, slots: list, fn, *args, timeout: float = 120.0) -> list:
+        """Every slot's rank runs fn(*args) between the backend's on_start /
+        on_training_start and on_shutdown."""
+        backend = backend_config.backend_cls()
+        with self.group(backend_config, slots, timeout) as group:
+            backend.on_start(group, backend_config)
+            backend.on_training_start(group, backend_config)
+            values = group.execute(fn, *args)
+            backend.on_shutdown(group, backend_config)
+        return values
 
 
 def make_slots(world_size: int, nodes: int = 1, accelerator: str | None = None,

@@ -178,27 +178,57 @@ def test_failure_policy_counts(limit, failures, retries):
 
 
 def test_backend_setup_failure_is_retried_a_few_times_then_a_controller_error():
-    from reference.train._internal.worker_group.api import WorkerSetupError
+    from reference.train._internal.worker_group.api import BackendSetupError
 
     cause = ValueError("unknown backend 'bogus'")
-    fail = [Failed(0, error=WorkerSetupError(cause), setup=True)]
-    c, factory, _ = make([fail, fail, fail], max_failures=0)
+    c, factory, _ = make([BackendSetupError(cause, 0)] * 3, max_failures=0)
     while not isinstance(c.state, S.TERMINAL):
         c.step()
     assert isinstance(c.state, S.Errored) and isinstance(c.state.error, ControllerError)
     assert c.state.error.controller_failure is cause
     assert len(factory.groups) == 3  # 2 retries, none charged to max_failures=0
-    assert c.failure_policy.counts["worker_group"] == 0
+    assert c.failure_policy.counts == {"worker_group": 0, "controller": 0, "preemption": 0}
 
 
 def test_transient_setup_failure_recovers():
-    from reference.train._internal.worker_group.api import WorkerSetupError
+    from reference.train._internal.worker_group.api import BackendSetupError
 
-    c, _, _ = make([[Failed(1, error=WorkerSetupError(RuntimeError("port taken")), setup=True)],
+    c, _, _ = make([BackendSetupError(RuntimeError("port taken"), 1),
                     [Finished(0, 0), Finished(1, 0)]], max_failures=0)
     while not isinstance(c.state, S.TERMINAL):
         c.step()
     assert isinstance(c.state, S.Finished)
+
+
+def test_a_finished_attempt_shuts_its_group_down_gracefully():
+    c, factory, _ = make([[Finished(0, 7), Finished(1, 8)]])
+    while not isinstance(c.state, S.TERMINAL):
+        c.step()
+    assert isinstance(c.state, S.Finished) and c.state.return_value == 7
+    assert factory.groups[0].graceful is True
+
+
+def test_an_error_of_the_backends_shutdown_fails_a_finished_run():
+    c, factory, _ = make([[Finished(0, 7), Finished(1, 8)]])
+    c.step(), c.step()  # INITIALIZING -> SCHEDULING -> RUNNING
+    factory.groups[0].shutdown_error = RuntimeError("tracker would not stop")
+    while not isinstance(c.state, S.TERMINAL):
+        c.step()
+    assert isinstance(c.state, S.Errored) and isinstance(c.state.error, ControllerError)
+    assert str(c.state.error.controller_failure) == "tracker would not stop"
+
+
+def test_an_abort_shuts_the_group_down_without_the_backend():
+    c, factory, _ = make([[Report(0, 0, {}, False, None)]])
+
+    def interrupted(timeout):
+        raise KeyboardInterrupt
+
+    c.step(), c.step()
+    factory.groups[0].next_event = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        c.run()
+    assert isinstance(c.state, S.Aborted) and factory.groups[0].graceful is False
 
 
 def test_preemption_is_charged_to_its_own_budget():

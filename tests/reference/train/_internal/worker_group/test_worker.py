@@ -58,7 +58,7 @@ def session(tmp_path, *, rank=0, name="run", config=None):
                      train_fn=b"", checkpoint=channel.manager.latest_checkpoint)
     context = TrainContext(experiment_name=name, world_size=2, world_rank=rank,
                            storage=storage)
-    return WorkerSession(WorkerBoot(spec=spec, context=context, env={}, setup=[]), channel)
+    return WorkerSession(WorkerBoot(spec=spec, context=context, env={}), channel)
 
 
 def local_checkpoint(tmp_path, content: str = "x") -> Checkpoint:
