@@ -130,26 +130,24 @@ def check_worker_group_surface(impl):
                      "get_resources_per_worker()['CPU']", setting)
 
 
-@clause("backend.on-start-error")
-def check_driver_side_error_fails_at_once(impl):
-    outcome, journal = _fit(impl, fail_in="on_start", name="backend-reject")
-    setting = f"{impl.name}: a custom backend's on_start raises ValueError"
+def _fails_before_training(impl, fail_in: str, cause_type: type, setting: str) -> None:
+    outcome, journal = _fit(impl, fail_in=fail_in, name=f"backend-{fail_in}")
     error = assertions.failed(outcome, impl.train.ControllerError, setting)
     cause = getattr(error, "controller_failure", None)
-    assertions.equal(isinstance(cause, ValueError), True,
-                     f"ControllerError.controller_failure={cause!r} is the ValueError", setting)
+    assertions.equal(isinstance(cause, cause_type), True,
+                     f"ControllerError.controller_failure={cause!r} is an instance of "
+                     f"{cause_type.__name__}", setting)
     hooks, files = _read(journal)
     assertions.equal(sorted(files), [], "files of training functions that ran", setting)
+
+
+@clause("backend.on-start-error")
+def check_driver_side_error_fails_at_once(impl):
+    _fails_before_training(impl, "on_start", ValueError,
+                           f"{impl.name}: a custom backend's on_start raises ValueError")
 
 
 @clause("backend.worker-error")
 def check_worker_side_error_is_a_controller_error(impl):
-    outcome, journal = _fit(impl, fail_in="worker", name="backend-worker-error")
-    setting = f"{impl.name}: a function on_start runs raises KeyError on rank 1"
-    error = assertions.failed(outcome, impl.train.ControllerError, setting)
-    cause = getattr(error, "controller_failure", None)
-    assertions.equal(isinstance(cause, KeyError), True,
-                     f"ControllerError.controller_failure={cause!r} is an instance of the "
-                     "worker's KeyError", setting)
-    hooks, files = _read(journal)
-    assertions.equal(sorted(files), [], "files of training functions that ran", setting)
+    _fails_before_training(impl, "worker", KeyError,
+                           f"{impl.name}: a function on_start runs raises KeyError on rank 1")
