@@ -10,7 +10,10 @@
   ``xgboost.collective.CommunicatorContext(**those arguments)`` on the workers of a
   distributed run (not in local mode).
 - `on_shutdown`: waits up to 5 s for the tracker to finish, as Ray does, and logs if it
-  did not (a group that failed may leave it waiting; it is a daemon thread).
+  did not. When the group failed (some rank did not return from its training function:
+  the reference answers a call to such a rank at once with RayActorError) the tracker waits
+  for a worker that is gone, so it is left (a daemon thread) without that wait: recovery
+  is not held up 5 s, which Ray's backend spends there.
 
 Several fits in one driver may run at once (threads), so the backend, a singleton as every
 Backend, keeps one tracker per worker group.
@@ -52,6 +55,10 @@ def set_communicator_args(args: dict) -> None:
     args = dict(args, dmlc_task_id=f"[xgboost.ray-rank={get_context().get_world_rank():08}]:"
                                    f"{os.getpid()}")
     _set_xgboost_args(args)
+
+
+def _returned() -> bool:
+    return True
 
 
 @contextlib.contextmanager
@@ -117,6 +124,14 @@ class XGBoostBackend(Backend):
         with self._lock:
             wait = self._waits.pop(id(worker_group), None)
         if wait is None:
+            return
+        import reference
+        from reference.exceptions import GetTimeoutError, RayActorError, RayTaskError
+
+        try:
+            reference.get(worker_group.execute_async(_returned), timeout=5)
+        except (RayActorError, RayTaskError, GetTimeoutError):
+            logger.debug("The group failed: its RabitTracker is left waiting (daemon thread).")
             return
         timeout = 5
         wait.join(timeout=timeout)

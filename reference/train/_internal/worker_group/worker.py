@@ -267,9 +267,11 @@ def worker_main(boot: WorkerBoot, channel):
     The training function's exception is the worker's outcome (the cluster carries it
     back to the controller); its value is sent as `Finished`, so the worker stays up for
     on_shutdown."""
+    from reference.train._internal.worker_group import threads
     from simcluster import ChannelClosed
 
     os.environ.update(boot.env)
+    threads.apply(boot.spec.resources_per_worker)
     set_session(WorkerSession(boot, channel))
     try:
         try:
