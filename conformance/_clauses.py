@@ -559,4 +559,181 @@ ALL = [
       "(num_processes 1, process_index 0, DistributedType.NO) and its prepared loader "
       "yields the whole dataset.",
       "python/ray/train/v2/_internal/execution/local_mode/torch.py"),
+    # ---------------------------------------------------------------- xgboost
+    C("xgboost.names", "MUST", "ray.train.xgboost names and the report callback's signature",
+      "ray.train.xgboost exports RayTrainReportCallback, XGBoostConfig and XGBoostTrainer. "
+      "RayTrainReportCallback subclasses xgboost.callback.TrainingCallback; its constructor "
+      "takes metrics=None, filename='model.ubj', frequency=0, checkpoint_at_end=True, "
+      "results_postprocessing_fn=None; CHECKPOINT_NAME is 'model.ubj'; the classmethod "
+      "get_model(checkpoint, filename='model.ubj') returns the xgboost.Booster saved in a "
+      "checkpoint it reported.",
+      "python/ray/train/xgboost/__init__.py; python/ray/train/xgboost/_xgboost_utils.py",
+      "from ray.train.xgboost import RayTrainReportCallback, XGBoostConfig, XGBoostTrainer",
+      ray_note="Ray's __all__ also lists XGBoostCheckpoint, the V1 framework checkpoint; "
+      "Train V2 reports plain Checkpoint folders that RayTrainReportCallback.get_model reads, "
+      "so an implementation of V2 may omit it (the reference does, on purpose) and the check "
+      "leaves it out."),
+    C("xgboost.config", "MUST", "XGBoostConfig",
+      "XGBoostConfig is a BackendConfig with one field, xgboost_communicator='rabit'; "
+      "to_dict() is {'xgboost_communicator': 'rabit'}; backend_cls is a Backend subclass for "
+      "'rabit' and raises NotImplementedError('Unsupported backend: <name>') for any other "
+      "communicator.", "python/ray/train/xgboost/config.py; python/ray/train/v2/xgboost/config.py",
+      "XGBoostConfig(xgboost_communicator='nccl').backend_cls  # NotImplementedError"),
+    C("xgboost.trainer", "MUST", "XGBoostTrainer's signature; the legacy API raises",
+      "XGBoostTrainer is a DataParallelTrainer taking train_loop_per_worker, then keyword-only "
+      "train_loop_config, xgboost_config, scaling_config, run_config, datasets, "
+      "dataset_config, validation_config, metadata, resume_from_checkpoint, label_column, "
+      "params, num_boost_round, all defaulting to None (xgboost_config None means "
+      "XGBoostConfig()). Any of the V1 trainer's label_column, params, num_boost_round that "
+      "is not None (even '', {} or 0) raises DeprecationWarning('The legacy XGBoostTrainer "
+      "API is deprecated. Please switch to passing in a custom `train_loop_per_worker` "
+      "function instead. See this issue for more context: "
+      "https://github.com/ray-project/ray/issues/50042') at construction (raised, not "
+      "warned); metadata and resume_from_checkpoint raise DeprecationWarning as for every "
+      "DataParallelTrainer; XGBoostTrainer.get_model(checkpoint) raises "
+      "DeprecationWarning('`XGBoostTrainer.get_model` is deprecated. Use "
+      "`RayTrainReportCallback.get_model` instead.').",
+      "python/ray/train/v2/xgboost/xgboost_trainer.py",
+      "XGBoostTrainer(fn, params={})  # raises DeprecationWarning",
+      "Code written for the V1 trainer (params and label_column, no training function) must "
+      "fail at construction, where the fix is obvious, not train something else."),
+    C("xgboost.ranks", "MUST", "xgboost.collective sees the Train ranks",
+      "Inside the training function of an XGBoostTrainer with W > 1 workers, the function "
+      "runs in an xgboost collective: xgboost.collective.is_distributed() is True, "
+      "get_world_size() == W and get_rank() == the train context's world rank; "
+      "collective.allreduce works across the workers; xgboost.train on each rank's shard "
+      "trains one model (every rank ends with the same booster and the same evaluation "
+      "history, metrics being computed over all shards).",
+      "python/ray/train/xgboost/config.py:_XGBoostRabitBackend",
+      "xgboost.collective.get_rank() == ray.train.get_context().get_world_rank()",
+      "Code that shards, logs or saves by rank must mean the same worker whether it asks "
+      "xgboost or Train; a collective that silently fell back to one process per worker "
+      "would train W different models."),
+    C("xgboost.report", "MUST", "RayTrainReportCallback reports every round on every rank",
+      "With RayTrainReportCallback(frequency=f) in xgboost.train, every rank calls report() "
+      "after every boosting round i (0-based) with the last value of every evaluation "
+      "metric, keyed '<eval name>-<metric>' (e.g. 'valid-rmse'); on the rounds with "
+      "f > 0 and (i + 1) % f == 0 rank 0 attaches a checkpoint holding `filename` and the "
+      "other ranks none. With checkpoint_at_end (the default) the callback makes one more "
+      "report after training, with the last round's metrics and a checkpoint, unless the "
+      "last round was just checkpointed; with frequency=0 that is the only checkpoint. "
+      "Each reported checkpoint is registered (Result.best_checkpoints, in order).",
+      "python/ray/train/xgboost/_xgboost_utils.py:RayReportCallback",
+      "5 rounds, frequency=2 -> 6 reports per rank; checkpoints after rounds 1, 3 and at the end",
+      ray_note="The rounds the callback counts are those of the current xgboost.train call "
+      "(the epoch xgboost passes), while the 'just checkpointed' test compares with "
+      "Booster.num_boosted_rounds(): training on from an xgb_model that has rounds always "
+      "adds the final report (see xgboost.resume)."),
+    C("xgboost.report-metrics", "MUST", "The callback's metrics selection and renaming",
+      "metrics=[keys] (a str is one key) reports only those '<eval>-<metric>' keys; "
+      "metrics={report key: log key} reports each log value under its report key; "
+      "results_postprocessing_fn, if given, receives that dict and its return value is "
+      "reported. The selection applies to every report, the final one included.",
+      "python/ray/train/xgboost/_xgboost_utils.py:RayReportCallback._get_report_dict",
+      "RayTrainReportCallback(metrics={'loss': 'valid-rmse'}) -> report({'loss': ...})"),
+    C("xgboost.checkpoint", "MUST", "The XGBoost checkpoint holds model.ubj",
+      "A checkpoint the callback reports holds exactly `filename` ('model.ubj' by default), "
+      "written by Booster.save_model (so the suffix picks the format: 'model.json' is "
+      "JSON); RayTrainReportCallback.get_model(checkpoint, filename=...) loads it into a "
+      "Booster with the rounds trained so far (num_boosted_rounds) and rank 0's predictions.",
+      "python/ray/train/xgboost/_xgboost_utils.py:RayTrainReportCallback",
+      "booster = RayTrainReportCallback.get_model(result.checkpoint)"),
+    C("xgboost.local", "MUST", "XGBoostTrainer in local mode",
+      "With num_workers=0 the training function runs without an xgboost collective "
+      "(is_distributed() False, get_rank() 0, get_world_size() 1) and the callback reports "
+      "every round plus the final checkpoint; Result.metrics are the last report's and "
+      "Result.checkpoint the object passed to it, whose temporary folder is gone once "
+      "fit() returns.",
+      "python/ray/train/v2/xgboost/config.py:XGBoostConfig.train_func_context",
+      why="Users debug their training function in local mode: it must not wait for a "
+      "tracker that was never started."),
+    C("xgboost.resume", "MUST", "A restarted XGBoost group trains on from the latest round",
+      "With RayTrainReportCallback(frequency=1) and FailureConfig(max_failures=1), when a "
+      "worker dies after round k (once that round's report is registered), the restarted "
+      "workers get the checkpoint of round k from "
+      "get_checkpoint(); get_model(it) has k + 1 rounds, and xgboost.train(..., "
+      "num_boost_round=N - (k + 1), xgb_model=that booster) ends with a booster of N rounds "
+      "on every rank, which Result.checkpoint holds.",
+      "python/ray/train/xgboost/_xgboost_utils.py; " + DOC_FT,
+      ray_note="On the restarted attempt the callback reports every round with a checkpoint "
+      "and then once more at the end (its round count restarts at 0 with xgb_model, see "
+      "xgboost.report), so the last checkpoint is registered twice."),
+    # ---------------------------------------------------------------- lightgbm
+    C("lightgbm.names", "MUST", "ray.train.lightgbm names, LightGBMConfig and the callback",
+      "ray.train.lightgbm exports LightGBMConfig, LightGBMTrainer, RayTrainReportCallback, "
+      "get_network_params and normalize_pandas_for_lightgbm. LightGBMConfig() is a "
+      "BackendConfig without options (to_dict() == {}). RayTrainReportCallback's "
+      "constructor takes metrics=None, filename='model.txt', frequency=0, "
+      "checkpoint_at_end=True, results_postprocessing_fn=None; CHECKPOINT_NAME is "
+      "'model.txt'; get_model(checkpoint, filename='model.txt') returns the "
+      "lightgbm.Booster saved in a checkpoint it reported.",
+      "python/ray/train/lightgbm/__init__.py; python/ray/train/lightgbm/_lightgbm_utils.py",
+      ray_note="Ray's __all__ also lists LightGBMCheckpoint, the V1 framework checkpoint; "
+      "Train V2 reports plain Checkpoint folders that RayTrainReportCallback.get_model reads, "
+      "so an implementation of V2 may omit it (the reference does, on purpose) and the check "
+      "leaves it out."),
+    C("lightgbm.trainer", "MUST", "LightGBMTrainer's signature; the legacy API raises",
+      "LightGBMTrainer is a DataParallelTrainer taking train_loop_per_worker, then "
+      "keyword-only train_loop_config, lightgbm_config, scaling_config, run_config, "
+      "datasets, dataset_config, validation_config, metadata, resume_from_checkpoint, "
+      "label_column, params, num_boost_round, all defaulting to None. Any of label_column, "
+      "params, num_boost_round that is not None raises DeprecationWarning('The legacy "
+      "LightGBMTrainer API is deprecated. Please switch to passing in a custom "
+      "`train_loop_per_worker` function instead. See this issue for more context: "
+      "https://github.com/ray-project/ray/issues/50042'); metadata and "
+      "resume_from_checkpoint raise DeprecationWarning; LightGBMTrainer.get_model(checkpoint) "
+      "raises DeprecationWarning('`LightGBMTrainer.get_model` is deprecated. Use "
+      "`RayTrainReportCallback.get_model` instead.').",
+      "python/ray/train/v2/lightgbm/lightgbm_trainer.py",
+      "LightGBMTrainer(fn, label_column='y')  # raises DeprecationWarning"),
+    C("lightgbm.normalize-pandas", "MUST", "normalize_pandas_for_lightgbm",
+      "normalize_pandas_for_lightgbm(df) maps Arrow-backed signed and unsigned integer, "
+      "floating and boolean columns to the NumPy-nullable dtypes of the same width (Int32, "
+      "UInt8, Float64, boolean, ...), leaves other columns (Arrow strings, NumPy columns) "
+      "as they are, and returns a frame without Arrow columns itself, unchanged.",
+      "python/ray/train/lightgbm/_lightgbm_utils.py:normalize_pandas_for_lightgbm",
+      "normalize_pandas_for_lightgbm(ds.to_pandas())  # before lightgbm.Dataset",
+      "Ray Data's to_pandas() keeps Arrow dtypes, which LightGBM's pandas input rejects."),
+    C("lightgbm.network-params", "MUST", "get_network_params gives each rank LightGBM's network",
+      "Inside a LightGBMTrainer with W workers, get_network_params() on each rank returns "
+      "exactly num_machines == W, local_listen_port (an int, distinct per rank) and "
+      "machines, the same string on every rank: 'host:port' of every rank joined with ',', "
+      "in rank order, each rank's entry carrying its own local_listen_port. Merged into the "
+      "params of lightgbm.train with tree_learner='data_parallel', the ranks train one "
+      "model (the same predictions on every rank). Outside a trainer it returns {} (with a "
+      "warning).", "python/ray/train/lightgbm/config.py",
+      "lightgbm.train({**params, **ray.train.lightgbm.get_network_params()}, ...)",
+      "LightGBM connects the machines itself; a wrong port or order and the workers never "
+      "meet."),
+    C("lightgbm.report", "MUST", "RayTrainReportCallback reports every iteration on every rank",
+      "With RayTrainReportCallback(frequency=f) in lightgbm.train, every rank calls report() "
+      "after every iteration with the iteration's evaluation results keyed "
+      "'<valid name>-<metric>' (e.g. 'valid-l2'); rank 0 attaches a checkpoint on the "
+      "iterations with f > 0 and (i + 1) % f == 0 and, with checkpoint_at_end (the "
+      "default), on the last iteration; the other ranks report metrics only. There is no "
+      "report after training: the last iteration's report carries the final checkpoint.",
+      "python/ray/train/lightgbm/_lightgbm_utils.py:RayReportCallback.__call__",
+      "5 iterations, frequency=2 -> 5 reports per rank; checkpoints at iterations 1, 3, 4"),
+    C("lightgbm.checkpoint", "MUST", "The LightGBM checkpoint holds model.txt",
+      "A checkpoint the callback reports holds exactly `filename` ('model.txt' by default), "
+      "LightGBM's text model (Booster.save_model); RayTrainReportCallback.get_model(it) "
+      "loads a Booster with the iterations trained so far that predicts as rank 0's did.",
+      "python/ray/train/lightgbm/_lightgbm_utils.py:RayTrainReportCallback",
+      "booster = RayTrainReportCallback.get_model(result.checkpoint)"),
+    C("lightgbm.local", "MUST", "LightGBMTrainer in local mode",
+      "With num_workers=0, get_network_params() in the training function returns {} and "
+      "lightgbm.train runs on one machine; the callback reports every iteration, the last "
+      "with a checkpoint; Result.metrics are the last report's and Result.checkpoint the "
+      "object passed to it, whose temporary folder is gone once fit() returns.",
+      "python/ray/train/v2/_internal/execution/local_mode/utils.py"),
+    C("lightgbm.resume", "MUST", "A restarted LightGBM group trains on from the latest iteration",
+      "With RayTrainReportCallback(frequency=1) and FailureConfig(max_failures=1), when a "
+      "worker is killed after iteration k (once that iteration's report is registered), the "
+      "restarted workers (with new network "
+      "parameters) get the checkpoint of iteration k from get_checkpoint(); get_model(it) "
+      "has k + 1 iterations, and lightgbm.train(..., num_boost_round=N - (k + 1), "
+      "init_model=that booster) reports iterations k + 1 .. N - 1 (absolute: LightGBM "
+      "counts on from the init model) and ends with a booster of N iterations on every "
+      "rank, which Result.checkpoint holds.",
+      "python/ray/train/lightgbm/_lightgbm_utils.py; " + DOC_FT),
 ]

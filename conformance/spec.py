@@ -18,6 +18,7 @@ AREAS = {
     "elastic": "Elastic training", "torch": "PyTorch (TorchTrainer)",
     "lightning": "PyTorch Lightning", "transformers": "Hugging Face Transformers",
     "accelerate": "Hugging Face Accelerate", "backend": "Backends (the developer API)",
+    "xgboost": "XGBoost (XGBoostTrainer)", "lightgbm": "LightGBM (LightGBMTrainer)",
 }
 PAGES = {
     "configs.md": ["scaling", "run-config", "failure-config", "checkpoint-config",
@@ -27,7 +28,7 @@ PAGES = {
     "fault-tolerance.md": ["fault", "resume", "elastic"],
     "local-mode.md": ["local"],
     "torch.md": ["torch"],
-    "frameworks.md": ["lightning", "transformers", "accelerate"],
+    "frameworks.md": ["lightning", "transformers", "accelerate", "xgboost", "lightgbm"],
     "backends.md": ["backend"],
 }
 
