@@ -285,6 +285,14 @@ ALL = [
       "On each worker get_context() reports world size N, a distinct world rank in 0..N-1, "
       "local rank = world rank, local world size N and node rank 0 on a single node; "
       "get_experiment_name() is RunConfig.name.", "python/ray/train/v2/api/context.py"),
+    C("context.omp-threads", "MUST", "A worker's OpenMP threads follow its CPUs",
+      "Unless OMP_NUM_THREADS is already set, every worker process starts with "
+      "OMP_NUM_THREADS = floor(CPUs of resources_per_worker), at least 1: '1' by default, "
+      "'2' with resources_per_worker={'CPU': 2}.",
+      "python/ray/_private/utils.py:set_omp_num_threads_if_unset",
+      "ScalingConfig(num_workers=2) -> os.environ['OMP_NUM_THREADS'] == '1' in each worker",
+      "torch, XGBoost and LightGBM size their thread pools from it: N workers of one CPU on "
+      "an N-core host must not each start N threads."),
     C("context.multi-node", "MUST", "Ranks are contiguous per node",
       "On several nodes, world ranks are contiguous per node, local_rank counts within the "
       "node, local_world_size is the node's worker count and node_rank numbers nodes in "

@@ -407,3 +407,9 @@ def _arrived(journal: Journal, attempt: int, step: int, world: int) -> list:
 
 def _of_kind(rows: list[dict], ev: str | None) -> list[dict]:
     return [r for r in rows if ev is None or r.get("ev") == ev]
+
+
+def worker_environment(config: dict) -> dict:
+    """A training function that returns (on rank 0: Result.return_value) the variables
+    `config["names"]` of its worker's environment."""
+    return {name: os.environ.get(name) for name in config["names"]}

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 from conformance import assertions, journal_checks
 from conformance.adapters.base import NodeSpec, Unsupported
 from conformance.catalogue import clause
-from conformance.scenarios import basic_run, new_script, run, workspace
+from conformance.probe import worker_environment
+from conformance.scenarios import TrainerFactory, basic_run, new_script, run, workspace
 
 
 def needs(impl, capability: str) -> None:
@@ -41,3 +44,21 @@ def check_ranks_contiguous_per_node(impl):
     assertions.verdict(journal_checks.contiguous_per_node(events), setting)
     nodes = {s["node_id"] for s in r.events("start")}
     assertions.equal(len(nodes), 2, "number of distinct nodes the 4 workers ran on", setting)
+
+
+@clause("context.omp-threads")
+def check_openmp_threads_follow_the_cpus(impl):
+    t = impl.train
+    folder = workspace()
+    for cpus, expected in ((None, "1"), (2, "2")):
+        resources = None if cpus is None else {"CPU": cpus}
+        setting = f"{impl.name}: DataParallelTrainer(num_workers=1, resources_per_worker=" \
+                  f"{resources!r}), OMP_NUM_THREADS unset in the driver"
+        factory = TrainerFactory(impl.DataParallelTrainer, dict(
+            train_loop_per_worker=worker_environment,
+            train_loop_config={"names": ["OMP_NUM_THREADS"]},
+            scaling_config=t.ScalingConfig(num_workers=1, resources_per_worker=resources),
+            run_config=t.RunConfig(name=f"omp-{cpus}", storage_path=os.path.join(folder, "s"))))
+        result = assertions.succeeded(impl.fit(factory), setting)
+        assertions.equal(result.return_value, {"OMP_NUM_THREADS": expected},
+                         "the worker's OMP_NUM_THREADS", setting)
