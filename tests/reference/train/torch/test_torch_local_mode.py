@@ -21,6 +21,22 @@ def _torchrun_env(world_size: int) -> list[dict]:
              "MASTER_PORT": str(port)} for r in range(world_size)]
 
 
+def _run_under_torchrun(rank_pool, world_size: int, fn, args: tuple) -> list:
+    """Run fn(*args) in world_size pool processes with torchrun's variables. The port is
+    picked free and bound later by rank 0's store, so another process may take it first:
+    that case (EADDRINUSE) is retried with a new port."""
+    from torch_rank_pool import RankError
+
+    for attempt in range(3):
+        tasks = [(env, None, fn, args) for env in _torchrun_env(world_size)]
+        try:
+            return rank_pool.run_tasks(tasks, timeout=60)
+        except RankError as exc:
+            if "EADDRINUSE" not in str(exc) or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
 def test_single_process_without_torchrun(monkeypatch):
     for var in ("RANK", "LOCAL_RANK", "WORLD_SIZE"):
         monkeypatch.delenv(var, raising=False)
@@ -39,9 +55,7 @@ def test_single_process_without_torchrun(monkeypatch):
 
 @pytest.mark.slow
 def test_under_torchrun_joins_the_group_and_destroys_it(rank_pool):
-    tasks = [(env, None, fns.local_mode_fit, (False, "torchrun-run"))
-             for env in _torchrun_env(2)]
-    seen = rank_pool.run_tasks(tasks, timeout=60)
+    seen = _run_under_torchrun(rank_pool, 2, fns.local_mode_fit, (False, "torchrun-run"))
     for rank, s in enumerate(seen):
         assert s == {"world_size": 2, "rank": rank, "local_rank": rank, "local_world_size": 2,
                      "node_rank": 0, "sum": 2.0, "device": "cpu", "backend": "gloo",
@@ -51,14 +65,12 @@ def test_under_torchrun_joins_the_group_and_destroys_it(rank_pool):
 
 @pytest.mark.slow
 def test_under_torchrun_datasets_are_refused(rank_pool):
-    tasks = [(env, None, fns.local_mode_fit, (True, "x")) for env in _torchrun_env(2)]
-    for s in rank_pool.run_tasks(tasks, timeout=60):
+    for s in _run_under_torchrun(rank_pool, 2, fns.local_mode_fit, (True, "x")):
         assert s == {"error": "Ray Data is not supported in local mode with multiple "
                               "workers.", "initialized_after": False}
 
 
 @pytest.mark.slow
 def test_under_torchrun_an_existing_group_is_refused_and_kept(rank_pool):
-    task = (_torchrun_env(1)[0], None, fns.local_mode_with_existing_group, ())
-    assert rank_pool.run_tasks([task], timeout=60) == [
+    assert _run_under_torchrun(rank_pool, 1, fns.local_mode_with_existing_group, ()) == [
         "torch.distributed is already initialized / still initialized: True"]
