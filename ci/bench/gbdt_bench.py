@@ -2,12 +2,14 @@
 training and against Ray 2.60, side by side.
 
     python ci/bench/gbdt_bench.py [--rows 100000] [--features 20] [--rounds 50]
-                                  [--repeats 3] [--sides single,reference,ray]
+                                  [--repeats 3] [--sides single,single-1t,reference,ray]
 
 For each framework it prints the wall time of
   single:    one process, all `--workers` threads (nthread / num_threads = workers):
              building the data, splitting it into the workers' row shards (what the
              distributed side does on top) and training on the whole data: the limit;
+  single-1t: the same with one thread (on a loaded machine OpenMP's barriers make the
+             threaded run slower than this; then this is the fairer limit);
   reference: `fit()` of XGBoostTrainer / LightGBMTrainer with `--workers` workers (one CPU
              and so one OpenMP thread each), on a warm cluster (one untimed fit first);
   ray:       the same training function on Ray 2.60, on a warm Ray session.
@@ -90,7 +92,7 @@ def worker_fn(config: dict):
 
 
 # --------------------------------------------------------------------------- the children
-def child_single(config: dict) -> float:
+def child_single(config: dict, threads: int) -> float:
     import importlib
 
     import numpy as np
@@ -100,7 +102,7 @@ def child_single(config: dict) -> float:
     x, y = make_data(config["rows"], config["features"])
     shards = [(x[r::config["workers"]], y[r::config["workers"]]) for r in range(config["workers"])]
     np.concatenate([s for s, _ in shards])  # the split, as the distributed side pays it
-    train_shard(config, 0, 1, config["workers"], False)
+    train_shard(config, 0, 1, threads, False)
     return time.perf_counter() - start
 
 
@@ -165,15 +167,17 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--frameworks", default=",".join(FRAMEWORKS))
-    parser.add_argument("--sides", default="single,reference,ray")
+    parser.add_argument("--sides", default="single,single-1t,reference,ray")
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--config", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         config = json.loads(args.config)
-        value = child_single(config) if args.child == "single" else \
-            child_distributed(args.child, config)
+        if args.child.startswith("single"):
+            value = child_single(config, 1 if args.child == "single-1t" else config["workers"])
+        else:
+            value = child_distributed(args.child, config)
         print(json.dumps(value))
         return
     sides = [s for s in args.sides.split(",") if s]
