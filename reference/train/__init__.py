@@ -14,6 +14,7 @@ from reference.train._config import (
     ScalingConfig,
 )
 from reference.train._context import TrainContext
+from reference.train._data_config import DataConfig
 from reference.train._exceptions import (
     ControllerError,
     NCCLHangError,
@@ -40,6 +41,7 @@ from reference.train.backend import BackendConfig
 
 __all__ = [
     "BackendConfig",
+    "DataConfig",
     "DataParallelTrainer",
     "TrainContext",
     "get_all_reported_checkpoints",

@@ -15,7 +15,7 @@ import reference.train as train
 # The classes defined by the config/checkpoint/result/exception modules of this package.
 OWN = [
     "Checkpoint", "CheckpointConfig", "CheckpointConsistencyMode", "CheckpointUploadMode",
-    "ControllerError", "FailureConfig", "LoggingConfig", "NCCLHangError", "PreemptionError",
+    "ControllerError", "DataConfig", "FailureConfig", "LoggingConfig", "NCCLHangError", "PreemptionError",
     "ReportedCheckpoint", "ReportedCheckpointStatus", "Result", "RunConfig", "ScalingConfig",
     "TrainingFailedError", "UserCallback", "WorkerGroupError",
 ]

@@ -64,6 +64,8 @@ def _run_owned(trainer, train_fn, storage):
             staging_prefix=staging_prefix,
             train_fn=cloudpickle.dumps(train_fn),
             backend_config=backend_config,
+            datasets=dict(trainer.datasets) or None,
+            dataset_config=trainer.dataset_config,
         ),
         factory=SimclusterGroupFactory(ensure_cluster(backend.preload_modules), backend),
         checkpoint_manager=manager,

@@ -56,6 +56,10 @@ class GroupSpec:
     #: checkpoint every worker starts from (get_checkpoint()), or None
     checkpoint: Any = None
     backend_config: Any = None
+    #: the trainer's `datasets=` (name -> Dataset or a callable making one) and its
+    #: DataConfig; split per rank at each start, never sent to the workers whole
+    datasets: Any = None
+    dataset_config: Any = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,6 +112,15 @@ class Failed:
         return f"worker process of rank {self.rank} died ({how})"
 
 
+@dataclasses.dataclass(frozen=True)
+class ShardOpened:
+    """Rank 0 called get_dataset_shard(name) for the first time (the other ranks wait for
+    it, as in Ray); the group answers them with `ShardReady`, not the controller."""
+
+    rank: int
+    name: str
+
+
 Event = Report | Finished | Failed
 
 
@@ -132,6 +145,15 @@ class Execute:
 
     call: int
     blob: bytes
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardReady:
+    """Rank 0 opened dataset `name`: a rank waiting in get_dataset_shard(name) may go on.
+    It can arrive while a rank waits for anything else; the worker files it and goes on
+    waiting."""
+
+    name: str
 
 
 @dataclasses.dataclass(frozen=True)

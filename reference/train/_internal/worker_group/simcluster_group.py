@@ -24,6 +24,7 @@ That is the worker's failure, reported through its exit event, never the caller'
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import math
@@ -46,6 +47,8 @@ from reference.train._internal.worker_group.api import (
     Finished,
     GroupSpec,
     GroupStartError,
+    ShardOpened,
+    ShardReady,
     StartRejected,
     StartTraining,
     Stop,
@@ -61,7 +64,11 @@ from reference.train._internal.worker_group.execution import (
     WorkerMetadata,
     tried,
 )
-from reference.train._internal.worker_group.worker import WorkerBoot, worker_main
+from reference.train._internal.worker_group.worker import (
+    WorkerBoot,
+    install_dataset_shards,
+    worker_main,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -180,6 +187,11 @@ class SimclusterGroup(WorkerGroup):
     def on_message(self, event) -> None:
         if isinstance(event, Executed):
             self.on_executed(event)
+            return
+        if isinstance(event, ShardOpened):
+            for rank in sorted(self.workers):
+                if rank != event.rank:
+                    self._send(rank, ShardReady(event.name))
             return
         if isinstance(event, Finished):
             self.finished.add(event.rank)
@@ -365,6 +377,7 @@ class SimclusterGroupFactory(WorkerGroupFactory):
         try:
             backend.on_start(group.execution, spec.backend_config)
             backend.on_training_start(group.execution, spec.backend_config)
+            self._install_datasets(group)
         except RayActorError as exc:  # a worker died while the backend set it up
             raise GroupStartError(f"a worker died while the backend set the group up: "
                                   f"{exc}") from exc
@@ -372,6 +385,27 @@ class SimclusterGroupFactory(WorkerGroupFactory):
             raise BackendSetupError(exc.cause, exc.rank) from exc
         except Exception as exc:  # the backend rejected its configuration: never retried
             raise StartRejected(f"{type(exc).__name__}: {exc}", exc) from exc
+
+    @staticmethod
+    def _install_datasets(group: SimclusterGroup) -> None:
+        """Split the trainer's datasets for this group (callables made anew, as at every
+        start in Ray) and give each rank its DataIterators."""
+        spec = group.spec
+        if not spec.datasets:
+            return
+        from reference.data import DataContext
+        from reference.train._data_config import DataConfig
+
+        datasets = {name: ds() if callable(ds) else ds for name, ds in spec.datasets.items()}
+        config = spec.dataset_config or DataConfig()
+        shards = config.configure(datasets, world_size=group.world_size, worker_handles=None,
+                                  worker_node_ids=[slot.node_id for slot in group.slots])
+        context = DataContext.get_current()
+        futures = [group.execution.execute_single_async(rank, install_dataset_shards,
+                                                        shards[rank], context)
+                   for rank in range(group.world_size)]
+        for future in futures:
+            future.result()
 
     def _launch(self, group: SimclusterGroup, placement) -> None:
         spec, n = group.spec, group.world_size
@@ -391,6 +425,8 @@ class SimclusterGroupFactory(WorkerGroupFactory):
                 accelerator_ids=tuple(accel[i])))
         group.slots = slots
         envs = launch_env(slots, self.backend.share_cuda_visible_devices)
+        # the datasets reach the workers split, through _install_datasets
+        boot_spec = dataclasses.replace(spec, datasets=None, dataset_config=None)
 
         def start(slot_env):
             slot, env = slot_env
@@ -398,7 +434,8 @@ class SimclusterGroupFactory(WorkerGroupFactory):
                 experiment_name=spec.experiment_name, world_size=n, world_rank=slot.rank,
                 local_rank=slot.local_rank, local_world_size=slot.local_world_size,
                 node_rank=slot.node_rank, storage=spec.storage)
-            boot = WorkerBoot(spec=spec, context=context, env={k: str(v) for k, v in env.items()})
+            boot = WorkerBoot(spec=boot_spec, context=context,
+                              env={k: str(v) for k, v in env.items()})
             group.boots[slot.rank] = (slot.node_id, boot, order[slot.rank])
             group.workers[slot.rank] = self.cluster.start_worker(
                 slot.node_id, _worker_entry, args=(group.id, boot), env=boot.env,

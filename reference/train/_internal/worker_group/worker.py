@@ -52,6 +52,8 @@ from reference.train._internal.worker_group.api import (
     Finished,
     GroupSpec,
     Report,
+    ShardOpened,
+    ShardReady,
     StartTraining,
     Stop,
 )
@@ -194,12 +196,53 @@ def reported_checkpoints(storage) -> list[ReportedCheckpoint]:
     ]
 
 
+def install_dataset_shards(shards: dict, data_context) -> None:
+    """Run on each worker (an `Execute` call) at every group start: its DataIterators."""
+    from reference.train._internal.session import get_session
+
+    if data_context is not None:
+        from reference.data import DataContext
+
+        DataContext._set_current(data_context)
+    get_session("get_dataset_shard").shards = dict(shards)
+
+
 class WorkerSession(Session):
     def __init__(self, boot: WorkerBoot, channel):
         self.boot, self.channel = boot, channel
         self.context = boot.context
         self.checkpoint = boot.spec.checkpoint
         self.index = 0
+        self.shards: dict = {}  # name -> DataIterator, installed before training starts
+        self.opened: set[str] = set()  # names get_dataset_shard returned on this rank
+        self.ready: set[str] = set()  # names rank 0 has opened (ShardReady arrived)
+
+    def recv(self):
+        """The next reply for this rank, filing ShardReady notices that come first."""
+        while True:
+            message = self.channel.recv()
+            if isinstance(message, ShardReady):
+                self.ready.add(message.name)
+                continue
+            return message
+
+    def get_dataset_shard(self, name):
+        if name not in self.shards:  # Ray's message
+            raise KeyError(f"Dataset shard for '{name}' not found. Please ensure that the "
+                           "dataset is passed through the Trainer `datasets` argument.")
+        if name not in self.opened:
+            # A barrier, as in Ray: the other ranks get their shard once rank 0 asked.
+            if self.context.world_rank == 0:
+                self.channel.send(ShardOpened(0, name))
+            else:
+                while name not in self.ready:
+                    message = self.channel.recv()
+                    if not isinstance(message, ShardReady):
+                        raise RuntimeError(f"get_dataset_shard({name!r}) received {message!r}"
+                                           " while waiting for rank 0 to open the dataset")
+                    self.ready.add(message.name)
+            self.opened.add(name)
+        return self.shards[name]
 
     def report(self, metrics, checkpoint, checkpoint_dir_name, upload_mode, delete_local,
                upload_fn, validation) -> None:
@@ -232,7 +275,7 @@ class WorkerSession(Session):
                 stage_checkpoint(checkpoint, spec.storage, staging, move=bool(delete_local))
         self.channel.send(Report(self.context.world_rank, index, metrics, staged,
                                  checkpoint_dir_name))
-        ack: Ack = self.channel.recv()
+        ack: Ack = self.recv()
         if ack.checkpoint is not None:
             # The object passed in, when the round registered its folder (rank 0's name
             # decides; see the design note).
@@ -255,6 +298,8 @@ def serve_calls(channel) -> object:
     message that is not a call arrives; return it."""
     while True:
         message = channel.recv()
+        if isinstance(message, ShardReady):
+            continue  # a notice for a training function that no longer waits
         if not isinstance(message, Execute):
             return message
         channel.send(Executed(message.call, run_call(message.blob)))
