@@ -119,19 +119,19 @@ class FragmentRead:
     #: record batches pyarrow decodes ahead of the consumer
     BATCH_READAHEAD = 2
 
-    def __init__(self, file_format, path: str, filesystem, row_groups=None, columns=None,
-                 filter=None, partition_expression=None):  # noqa: A002 - pyarrow's name
-        self.file_format, self.path, self.filesystem = file_format, path, filesystem
-        self.row_groups, self.columns, self.filter = row_groups, columns, filter
-        self.partition_expression = partition_expression
+    def __init__(self, file_format, fragment, filesystem, schema, row_groups=None, columns=None,
+                 filter=None):  # noqa: A002 - pyarrow's name
+        self.file_format, self.path, self.filesystem = file_format, fragment.path, filesystem
+        self.partition_expression = fragment.partition_expression
+        self.schema, self.row_groups, self.columns, self.filter = schema, row_groups, columns, \
+            filter
 
     def blocks(self, ctx):
-        if self.row_groups is not None:
-            fragment = self.file_format.make_fragment(self.path, self.filesystem,
-                                                      row_groups=self.row_groups)
-        else:
-            fragment = self.file_format.make_fragment(self.path, self.filesystem)
-        for batch in fragment.to_batches(columns=self.columns, filter=self.filter,
+        extra = {} if self.row_groups is None else {"row_groups": self.row_groups}
+        fragment = self.file_format.make_fragment(
+            self.path, self.filesystem, partition_expression=self.partition_expression, **extra)
+        for batch in fragment.to_batches(schema=self.schema, columns=self.columns,
+                                         filter=self.filter,
                                          batch_readahead=self.BATCH_READAHEAD,
                                          fragment_readahead=0):
             yield pa.Table.from_batches([batch])
@@ -162,14 +162,26 @@ def _resolve(paths, filesystem) -> tuple[list[str], Any]:
     return resolved, fs
 
 
+def _list_files(paths: list[str], fs, original) -> tuple[list[str], str | None]:
+    """The files under `paths` (folders recursively, skipping names starting with "_" or
+    ".", as pyarrow does), and the folder partitions are relative to (one folder given)."""
+    files, base = [], None
+    for path, info in zip(paths, fs.get_file_info(paths), strict=True):
+        if info.type == pafs.FileType.NotFound:
+            raise FileNotFoundError(f"paths={original!r}: {path!r} does not exist.")
+        if info.type == pafs.FileType.Directory:
+            base = path if len(paths) == 1 else None
+            found = fs.get_file_info(pafs.FileSelector(path, recursive=True))
+            files += sorted(i.path for i in found if i.type == pafs.FileType.File and not any(
+                part.startswith(("_", ".")) for part in i.path[len(path):].split("/")))
+        else:
+            files.append(path)
+    return files, base
+
+
 def _file_dataset(paths, filesystem, file_format, file_extensions, partitioning):
     resolved, fs = _resolve(paths, filesystem)
-    try:
-        dataset = pds.dataset(resolved if len(resolved) > 1 else resolved[0], format=file_format,
-                              filesystem=fs, partitioning=partitioning)
-    except FileNotFoundError as exc:
-        raise FileNotFoundError(f"paths={paths!r}: {exc}") from exc
-    files = dataset.files
+    files, base = _list_files(resolved, fs, paths)
     if file_extensions is not None:
         exts = tuple(f".{e.lstrip('.')}" for e in file_extensions)
         files = [f for f in files if f.endswith(exts)]
@@ -177,7 +189,9 @@ def _file_dataset(paths, filesystem, file_format, file_extensions, partitioning)
         raise ValueError(f"paths={paths!r}: no files found"
                          + (f" with extensions {file_extensions}" if file_extensions else "")
                          + ".")
-    return dataset, [f for f in dataset.get_fragments() if f.path in set(files)], fs
+    dataset = pds.dataset(files, format=file_format, filesystem=fs, partitioning=partitioning,
+                          partition_base_dir=base)
+    return dataset, list(dataset.get_fragments()), fs
 
 
 def read_parquet(paths, *, filesystem=None, columns: list[str] | None = None, filter=None,  # noqa: A002
@@ -185,19 +199,22 @@ def read_parquet(paths, *, filesystem=None, columns: list[str] | None = None, fi
     """A parquet file, folder of files, or list of them: one task per row group."""
     _check_extra("read_parquet", ray_args)
     fmt = pds.ParquetFileFormat()
-    _, fragments, fs = _file_dataset(paths, filesystem, fmt, file_extensions, partitioning)
+    dataset, fragments, fs = _file_dataset(paths, filesystem, fmt, file_extensions,
+                                           partitioning)
     tasks = []
     for fragment in fragments:
         for group in fragment.split_by_row_group():
             rows = None if filter is not None else group.row_groups[0].num_rows
-            tasks.append(Task(FragmentRead(fmt, fragment.path, fs, [group.row_groups[0].id],
-                                           columns, filter), num_rows=rows))
+            tasks.append(Task(FragmentRead(fmt, fragment, fs, dataset.schema,
+                                           [group.row_groups[0].id], columns, filter),
+                              num_rows=rows))
     return Dataset(tasks)
 
 
 def _read_text(paths, filesystem, fmt, file_extensions, partitioning) -> Dataset:
-    _, fragments, fs = _file_dataset(paths, filesystem, fmt, file_extensions, partitioning)
-    return Dataset([Task(FragmentRead(fmt, f.path, fs)) for f in fragments])
+    dataset, fragments, fs = _file_dataset(paths, filesystem, fmt, file_extensions,
+                                           partitioning)
+    return Dataset([Task(FragmentRead(fmt, f, fs, dataset.schema)) for f in fragments])
 
 
 def read_csv(paths, *, filesystem=None, parse_options=None, read_options=None,

@@ -9,11 +9,10 @@ import os
 import socket
 import subprocess
 import sys
-import time
-import uuid
 
 import pyarrow.fs as pafs
 import pytest
+import s3_server
 
 from reference.train._internal.storage import (
     CheckpointManager,
@@ -24,63 +23,16 @@ from reference.train._internal.storage import (
     remove_temporaries,
 )
 
-pytest.importorskip(
-    "moto.server",
-    reason='the S3 tests need moto\'s standalone server: pip install "moto[server]>=5.2.5"',
-)
+pytest.importorskip("moto.server", reason=s3_server.MISSING)
 
 pytestmark = pytest.mark.slow
 
-ACCESS_KEY, SECRET_KEY, REGION = "trainspec-test", "trainspec-secret", "us-east-1"
-START_DEADLINE_S = 30.0
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def endpoint(tmp_path_factory):
-    port = free_port()
-    log = open(tmp_path_factory.mktemp("moto") / "server.log", "wb")
-    env = dict(os.environ, AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY,
-               AWS_DEFAULT_REGION=REGION)
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=log, stderr=subprocess.STDOUT, env=env,
-    )
-    try:
-        deadline = time.monotonic() + START_DEADLINE_S
-        while True:
-            assert server.poll() is None, f"moto server exited with {server.returncode}"
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "moto server did not start listening"
-                time.sleep(0.05)  # poll interval while waiting for the port, with a deadline
-        yield f"127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(10)
-        log.close()
+ACCESS_KEY, SECRET_KEY, REGION = s3_server.ACCESS_KEY, s3_server.SECRET_KEY, s3_server.REGION
 
 
 @pytest.fixture
-def s3(endpoint):
-    fs = pafs.S3FileSystem(
-        endpoint_override=endpoint, scheme="http", access_key=ACCESS_KEY,
-        secret_key=SECRET_KEY, region=REGION, allow_bucket_creation=True,
-    )
-    bucket = f"b-{uuid.uuid4().hex[:12]}"
-    fs.create_dir(bucket)
-    return fs, bucket
+def endpoint(s3_endpoint):
+    return s3_endpoint
 
 
 def read(fs, path):
