@@ -19,6 +19,7 @@ AREAS = {
     "lightning": "PyTorch Lightning", "transformers": "Hugging Face Transformers",
     "accelerate": "Hugging Face Accelerate", "backend": "Backends (the developer API)",
     "xgboost": "XGBoost (XGBoostTrainer)", "lightgbm": "LightGBM (LightGBMTrainer)",
+    "data": "Ray Data in Train",
 }
 PAGES = {
     "configs.md": ["scaling", "run-config", "failure-config", "checkpoint-config",
@@ -30,6 +31,7 @@ PAGES = {
     "torch.md": ["torch"],
     "frameworks.md": ["lightning", "transformers", "accelerate", "xgboost", "lightgbm"],
     "backends.md": ["backend"],
+    "data.md": ["data"],
 }
 
 

@@ -101,6 +101,18 @@ class Adapter(abc.ABC):
 
         return importlib.import_module(f"{self.train.__name__}.{name}")
 
+    @property
+    def data(self):
+        """The module that plays `ray.data`: `<root>.data`, root being the package above
+        `train` (`ray.data` for `ray.train`, `reference.data` for `reference.train`)."""
+        import importlib
+
+        root = self.train.__name__.rpartition(".")[0]
+        if not root:
+            raise Unsupported(f"adapter {self.name!r}: its train module "
+                              f"{self.train.__name__!r} has no package to hold a data module")
+        return importlib.import_module(f"{root}.data")
+
     @abc.abstractmethod
     def version(self) -> str: ...
 

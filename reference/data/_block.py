@@ -26,10 +26,10 @@ def check_format(batch_format: str | None, arg: str = "batch_format") -> str:
 
 
 def _column_to_numpy(column: pa.ChunkedArray) -> np.ndarray:
+    chunk = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     if isinstance(column.type, pa.FixedShapeTensorType):
-        chunk = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
         return chunk.to_numpy_ndarray()
-    return column.to_numpy()
+    return chunk.to_numpy(zero_copy_only=False)
 
 
 def to_numpy(table: pa.Table) -> dict[str, np.ndarray]:

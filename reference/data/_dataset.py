@@ -79,6 +79,10 @@ class Dataset:
         for task in self._tasks:
             yield from task.blocks(ctx)
 
+    @staticmethod
+    def _of_table(table: pa.Table) -> MaterializedDataset:
+        return MaterializedDataset([P.Task(P.TableRead(table), num_rows=table.num_rows)])
+
     def _known_count(self) -> int | None:
         counts = [t.num_rows for t in self._tasks]
         return None if None in counts else sum(counts)
@@ -323,9 +327,9 @@ class Dataset:
         """One parquet file per task, streamed block by block, named `<uuid>_<task>.parquet`."""
         import pyarrow.parquet as pq
 
-        from reference.data._read_api import _resolve
+        from reference.data._files import resolve
 
-        (root,), fs = _resolve(path, filesystem)
+        (root,), fs = resolve(path, filesystem)
         fs.create_dir(root, recursive=True)
         run = uuid.uuid4().hex[:12]
         ctx = P.ExecCtx()

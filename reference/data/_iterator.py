@@ -102,12 +102,9 @@ def _resolve_device(device):
     import torch
 
     if device == "auto":
-        try:
-            from reference.train.torch import get_device
+        from reference.data.devices import auto_device
 
-            return get_device()
-        except RuntimeError:  # not inside a training function
-            return torch.device("cpu")
+        return auto_device()
     return torch.device(device) if isinstance(device, str) else device
 
 
@@ -123,22 +120,30 @@ def _to_device(value, device):
     return value
 
 
+_quiet = False
+
+
 def _tensors(batch: dict, dtypes, device) -> dict:
+    global _quiet
+    if not _quiet:
+        # Arrow's buffers are read-only; the tensors share them instead of copying, as
+        # Ray's do (writing into a batch tensor in place needs .clone() first). torch warns
+        # about that once per process: let the first batch take the warning, silently.
+        _quiet = True
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+            return _tensors(batch, dtypes, device)
     import torch
 
     out = {}
-    with warnings.catch_warnings():
-        # Arrow's buffers are read-only; the tensors share them instead of copying, as
-        # Ray's do. Writing into a batch tensor in place needs .clone() first.
-        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-        for name, array in batch.items():
-            dtype = dtypes.get(name) if isinstance(dtypes, dict) else dtypes
-            if array.dtype == object:
-                raise TypeError(f"iter_torch_batches(): column {name!r} holds "
-                                f"{type(array[0]).__name__ if len(array) else 'object'} values, "
-                                "which torch cannot hold; drop or encode it first (e.g. "
-                                "map_batches or select_columns).")
-            out[name] = torch.as_tensor(array, dtype=dtype, device=device)
+    for name, array in batch.items():
+        dtype = dtypes.get(name) if isinstance(dtypes, dict) else dtypes
+        if array.dtype == object:
+            raise TypeError(f"iter_torch_batches(): column {name!r} holds "
+                            f"{type(array[0]).__name__ if len(array) else 'object'} values, "
+                            "which torch cannot hold; drop or encode it first (e.g. "
+                            "map_batches or select_columns).")
+        out[name] = torch.as_tensor(array, dtype=dtype, device=device)
     return out
 
 
@@ -243,10 +248,8 @@ class DataIterator:
         return _IterableFromIterator(make)
 
     def materialize(self):
-        from reference.data._dataset import MaterializedDataset
-
-        table = _block.concat(list(self._blocks()))
-        return MaterializedDataset([P.Task(P.TableRead(table), num_rows=table.num_rows)])
+        """This iterator's rows (one epoch), kept in memory as a MaterializedDataset."""
+        return self._dataset._of_table(_block.concat(list(self._blocks())))
 
     def schema(self):
         return self._dataset.schema()

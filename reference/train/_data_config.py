@@ -59,3 +59,4 @@ class DataConfig:
         from reference.data import DataContext
 
         return copy.deepcopy(DataContext.get_current().execution_options)
+

@@ -165,6 +165,33 @@ class TransformersLastLogOnly(_WorkerVariant):
     worker_patch = "transformers_last_log_only"
 
 
+class DataShardsOverlap(_Variant):
+    """DataConfig gives every rank the whole of a split dataset."""
+
+    def patch(self):
+        from reference.train import _data_config
+
+        def configure(config, datasets, world_size, worker_handles, worker_node_ids, **kw):
+            return [{name: ds.iterator() for name, ds in datasets.items()}
+                    for _ in range(world_size)]
+
+        _data_config.DataConfig.configure = configure
+
+
+class DataNoShardBarrier(_WorkerVariant):
+    """get_dataset_shard returns at once on every rank (rank 0 is not waited for)."""
+
+    worker_patch = "data_no_shard_barrier"
+
+
+def data_shards_overlap():
+    return DataShardsOverlap()
+
+
+def data_no_shard_barrier():
+    return DataNoShardBarrier()
+
+
 def skips_backend_shutdown():
     return SkipsBackendShutdown()
 

@@ -39,8 +39,20 @@ def transformers_last_log_only() -> None:
     RayTrainReportCallback.on_save = on_save
 
 
+def data_no_shard_barrier() -> None:
+    from reference.train._internal.worker_group import worker
+
+    def get_dataset_shard(self, name):
+        if name not in self.shards:
+            raise KeyError(f"Dataset shard for '{name}' not found. Please ensure that the "
+                           "dataset is passed through the Trainer `datasets` argument.")
+        return self.shards[name]  # no rank waits for rank 0
+
+    worker.WorkerSession.get_dataset_shard = get_dataset_shard
+
+
 PATCHES = {f.__name__: f for f in (lightning_full_data_per_rank, lightning_checkpoint_name,
-                                   transformers_last_log_only)}
+                                   transformers_last_log_only, data_no_shard_barrier)}
 _applied: set[str] = set()
 
 

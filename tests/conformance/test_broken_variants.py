@@ -74,6 +74,17 @@ CASES: dict[str, tuple[Catch, ...]] = {
         Catch("check_transformers.py::check_report_per_save_from_every_rank",
               "transformers.report", ("rank 0: keys missing from a report=",)),
     ),
+    "data_shards_overlap": (
+        Catch("check_data.py::check_split_shards", "data.shard-split",
+              ("'train' shards, first pass (iter_rows)",)),
+        Catch("check_data.py::check_each_pass_is_an_epoch", "data.epochs",
+              ("'train' shards, pass iter_rows: rows per rank",)),
+        Catch("check_data.py::check_shards_after_restart", "data.restart", ("rows per rank",)),
+    ),
+    "data_no_shard_barrier": (
+        Catch("check_data.py::check_shard_barrier", "data.shard-barrier",
+              ("before rank 0 called it",)),
+    ),
     "registers_incomplete": (
         Catch("check_report.py::check_checkpoints_of_ranks_merge_under_rank0_name",
               "report.merge-ranks", _NO_BARRIER),

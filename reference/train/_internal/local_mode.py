@@ -39,8 +39,8 @@ class LocalSession(Session):
         return []  # nothing is registered in local mode
 
     def get_dataset_shard(self, name):
-        if not self._datasets or name not in self._datasets:
-            raise AssertionError(f"Dataset shard {name!r} not found: pass it to the trainer as "
+        if not self._datasets or name not in self._datasets:  # Ray's message, then the fix
+            raise AssertionError(f"Dataset shard {name} not found. Pass it to the trainer as "
                                  f"`datasets={{{name!r}: ...}}`.")
         return self._datasets[name]
 

@@ -77,19 +77,25 @@ class TorchConfig(BackendConfig):
 
 
 class SelectCudaDevice:
-    """Around the training function: make the worker's device the current CUDA device."""
+    """Around the training function: make the worker's device the current CUDA device, and
+    the device `iter_torch_batches(device="auto")` moves batches to."""
 
     def __enter__(self):
         import torch
 
-        if torch.cuda.is_available():
-            from reference.train.torch import get_device
+        from reference.data.devices import set_auto_device
+        from reference.train.torch import get_device
 
+        set_auto_device(get_device)
+        if torch.cuda.is_available():
             device = get_device()
             if device.type == "cuda":
                 torch.cuda.set_device(device)
 
     def __exit__(self, *exc_info):
+        from reference.data.devices import set_auto_device
+
+        set_auto_device(None)
         return False
 
 

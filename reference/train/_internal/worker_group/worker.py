@@ -198,11 +198,10 @@ def reported_checkpoints(storage) -> list[ReportedCheckpoint]:
 
 def install_dataset_shards(shards: dict, data_context) -> None:
     """Run on each worker (an `Execute` call) at every group start: its DataIterators."""
+    from reference.data import DataContext
     from reference.train._internal.session import get_session
 
     if data_context is not None:
-        from reference.data import DataContext
-
         DataContext._set_current(data_context)
     get_session("get_dataset_shard").shards = dict(shards)
 
