@@ -4,7 +4,7 @@ tables: create (`from_*`, `range`, `read_*`), transform lazily (`map_batches`, `
 per training worker (`streaming_split`, what `datasets=` on a trainer does)."""
 
 from reference.data._context import DataContext, ExecutionOptions, ExecutionResources
-from reference.data._dataset import Dataset, MaterializedDataset, Schema
+from reference.data._dataset import Dataset, Schema
 from reference.data._iterator import DataIterator
 from reference.data._read_api import (
     from_arrow,
@@ -23,7 +23,6 @@ __all__ = [
     "Dataset",
     "ExecutionOptions",
     "ExecutionResources",
-    "MaterializedDataset",
     "Schema",
     "from_arrow",
     "from_items",

@@ -305,11 +305,11 @@ class Dataset:
         schema = self.schema()
         return None if schema is None else schema.names
 
-    def to_arrow(self) -> pa.Table:
+    def _to_arrow(self) -> pa.Table:
         return _block.concat(list(self._execute()))
 
     def to_pandas(self, limit: int | None = None):
-        table = self.to_arrow() if limit is None else self.limit(limit + 1).to_arrow()
+        table = self._to_arrow() if limit is None else self.limit(limit + 1)._to_arrow()
         if limit is not None and table.num_rows > limit:
             raise ValueError(f"to_pandas(limit={limit}): the dataset has more than {limit} "
                              "rows; call .limit() first to retrieve fewer rows.")
@@ -351,9 +351,11 @@ class Dataset:
     def num_blocks(self) -> int:
         return len(self._tasks)
 
-    def copy(self, _deep_copy: bool = False) -> Dataset:
-        other = type(self)(self._tasks, self.name)
-        other.context = copy.deepcopy(self.context)
+    @staticmethod
+    def copy(ds: Dataset, _deep_copy: bool = False) -> Dataset:
+        """A new Dataset of the same plan (Ray's static form: `ds.copy(ds)`)."""
+        other = type(ds)(ds._tasks, ds.name)
+        other.context = copy.deepcopy(ds.context)
         return other
 
     def stats(self) -> str:

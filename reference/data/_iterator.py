@@ -196,7 +196,7 @@ class DataIterator:
     def iter_batches(self, *, prefetch_batches: int = 1, batch_size: int | None = 256,
                      batch_format: str | None = "default", drop_last: bool = False,
                      local_shuffle_buffer_size: int | None = None,
-                     local_shuffle_seed: int | None = None, _collate_fn=None) -> Iterator:
+                     local_shuffle_seed: int | None = None) -> Iterator:
         fmt = _block.check_format(batch_format)
         self._check(batch_size, local_shuffle_buffer_size, prefetch_batches)
 

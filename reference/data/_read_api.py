@@ -152,10 +152,19 @@ def _file_dataset(paths, filesystem, file_format, file_extensions, partitioning)
     return dataset, list(dataset.get_fragments()), fs
 
 
-def read_parquet(paths, *, filesystem=None, columns: list[str] | None = None, filter=None,  # noqa: A002
-                 partitioning="hive", file_extensions=None, **ray_args) -> Dataset:
-    """A parquet file, folder of files, or list of them: one task per row group."""
-    _check_extra("read_parquet", ray_args)
+def _pyarrow_args(fn: str, kwargs: dict, allowed: tuple) -> dict:
+    """The pyarrow options among `kwargs` (Ray passes them through the same way); Ray's
+    scheduling arguments are dropped; anything else is a TypeError naming it."""
+    passed = {k: kwargs.pop(k) for k in allowed if k in kwargs}
+    _check_extra(fn, kwargs)
+    return passed
+
+
+def read_parquet(paths, *, filesystem=None, columns: list[str] | None = None,
+                 partitioning="hive", file_extensions=None, **arrow_parquet_args) -> Dataset:
+    """A parquet file, folder of files, or list of them: one task per row group. Of
+    pyarrow's arguments, `filter` (a pyarrow.dataset expression) is pushed into the scan."""
+    filter = _pyarrow_args("read_parquet", arrow_parquet_args, ("filter",)).get("filter")  # noqa: A001
     fmt = pds.ParquetFileFormat()
     dataset, fragments, fs = _file_dataset(paths, filesystem, fmt, file_extensions,
                                            partitioning)
@@ -175,19 +184,21 @@ def _read_text(paths, filesystem, fmt, file_extensions, partitioning) -> Dataset
     return Dataset([Task(FragmentRead(fmt, f, fs, dataset.schema)) for f in fragments])
 
 
-def read_csv(paths, *, filesystem=None, parse_options=None, read_options=None,
-             convert_options=None, partitioning=None, file_extensions=None,
-             **ray_args) -> Dataset:
-    """CSV files (pyarrow.csv options pass through): one task per file."""
-    _check_extra("read_csv", ray_args)
-    fmt = pds.CsvFileFormat(parse_options=parse_options, read_options=read_options,
-                            convert_options=convert_options)
-    return _read_text(paths, filesystem, fmt, file_extensions, partitioning)
+def read_csv(paths, *, filesystem=None, partitioning=None, file_extensions=None,
+             **arrow_csv_args) -> Dataset:
+    """CSV files, one task per file; pyarrow.csv's `parse_options`, `read_options` and
+    `convert_options` pass through."""
+    options = _pyarrow_args("read_csv", arrow_csv_args,
+                            ("parse_options", "read_options", "convert_options"))
+    return _read_text(paths, filesystem, pds.CsvFileFormat(**options), file_extensions,
+                      partitioning)
 
 
-def read_json(paths, *, filesystem=None, parse_options=None, read_options=None,
-              partitioning=None, file_extensions=None, **ray_args) -> Dataset:
-    """Newline-delimited JSON files (one object per line): one task per file."""
-    _check_extra("read_json", ray_args)
-    fmt = pds.JsonFileFormat(parse_options=parse_options, read_options=read_options)
-    return _read_text(paths, filesystem, fmt, file_extensions, partitioning)
+def read_json(paths, *, lines: bool = False, filesystem=None, partitioning=None,
+              file_extensions=None, **arrow_json_args) -> Dataset:
+    """Newline-delimited JSON files (one object per line; pyarrow's JSON reader reads no
+    other layout, whatever `lines` says), one task per file; pyarrow.json's
+    `parse_options` and `read_options` pass through."""
+    options = _pyarrow_args("read_json", arrow_json_args, ("parse_options", "read_options"))
+    return _read_text(paths, filesystem, pds.JsonFileFormat(**options), file_extensions,
+                      partitioning)

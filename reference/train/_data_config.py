@@ -42,7 +42,7 @@ class DataConfig:
         for name, ds in datasets.items():
             if getattr(ds, "name", None) is None and hasattr(ds, "set_name"):
                 ds.set_name(name)
-            ds = ds.copy()
+            ds = ds.copy(ds)
             ds.context.execution_options = self._execution_options(name)
             if name in split:
                 for rank, shard in enumerate(ds.streaming_split(world_size, equal=True,

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import reference.data as rd
+from reference.data.dataset import MaterializedDataset
 
 
 def ids(ds) -> list[int]:
@@ -173,7 +174,7 @@ def test_take_batch_formats_and_to_pandas_limit():
 def test_materialize_executes_once():
     calls = []
     ds = rd.range(4).map(lambda r: calls.append(1) or r).materialize()
-    assert isinstance(ds, rd.MaterializedDataset)
+    assert isinstance(ds, MaterializedDataset)
     assert ids(ds) == ids(ds) == [0, 1, 2, 3]
     assert len(calls) == 4
 

@@ -126,3 +126,63 @@ def test_local_mode_gives_the_whole_dataset(tmp_path):
     result = TorchTrainer(local, scaling_config=train.ScalingConfig(num_workers=0),
                           datasets={"train": rd.range(7)}).fit()
     assert result.return_value == (7, "Dataset")
+
+
+def read_until_resized(config):
+    ctx = train.get_context()
+    ids = [r["id"] for r in train.get_dataset_shard("train").iter_rows()]
+    journal(config["folder"], {"ids": ids, "world": ctx.get_world_size()})
+    marker = os.path.join(config["folder"], "grow")
+    if ctx.get_world_size() == 1:
+        open(marker, "w").close()  # the test adds a node now
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            time.sleep(0.1)  # the controller stops this group when it resizes
+    return ctx.get_world_size()
+
+
+def test_an_elastic_resize_splits_the_dataset_for_the_new_size(tmp_path):
+    import reference
+    import simcluster
+
+    reference.shutdown()
+    with simcluster.Cluster(nodes=[simcluster.NodeSpec(cpus=1)],
+                            preload=reference.PRELOAD) as cluster:
+        reference.init(address=cluster.address)
+        try:
+            trainer = train.DataParallelTrainer(
+                read_until_resized, train_loop_config={"folder": str(tmp_path)},
+                scaling_config=train.ScalingConfig(num_workers=(1, 2),
+                                                   elastic_resize_monitor_interval_s=0.5),
+                datasets={"train": rd.range(10)},
+                run_config=train.RunConfig(storage_path=str(tmp_path / "runs")))
+            handle = _in_thread(trainer.fit)
+            deadline = time.monotonic() + 60
+            while not (tmp_path / "grow").exists():
+                assert time.monotonic() < deadline, "the first group never read its shard"
+                time.sleep(0.05)  # poll with a deadline
+            cluster.add_node(simcluster.NodeSpec(cpus=1))
+            result = handle()
+        finally:
+            reference.shutdown()
+    assert result.return_value == 2
+    first = read_journal(tmp_path, 0)
+    assert first[0] == {"ids": list(range(10)), "world": 1}
+    after = [first[-1]["ids"], read_journal(tmp_path, 1)[-1]["ids"]]
+    assert [len(a) for a in after] == [5, 5] and sorted(after[0] + after[1]) == list(range(10))
+
+
+def _in_thread(fn):
+    """Run fn in a thread; the returned callable joins it (120 s) and gives its value."""
+    import threading
+
+    box = {}
+    thread = threading.Thread(target=lambda: box.update(value=fn()), daemon=True)
+    thread.start()
+
+    def join():
+        thread.join(timeout=120)
+        assert not thread.is_alive(), "fit() did not return"
+        return box["value"]
+
+    return join

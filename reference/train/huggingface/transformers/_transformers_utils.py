@@ -61,8 +61,8 @@ class RayTrainReportCallback(TrainerCallback):
 
 def _is_data_iterable(obj) -> bool:
     """A shard's batch iterator (what ``iter_torch_batches()`` and friends return): its
-    items are whole batches. The reference has no data library of its own; Ray Data's
-    iterators are recognised by their type name, without importing Ray."""
+    items are whole batches. Recognised by the type name that Ray Data's and
+    reference.data's iterables share, so that neither library needs importing."""
     return type(obj).__name__ == "_IterableFromIterator"
 
 

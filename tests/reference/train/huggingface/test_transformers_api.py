@@ -53,16 +53,6 @@ def test_callback_builds_anywhere():
     assert isinstance(RayTrainReportCallback(), TrainerCallback)
 
 
-class _IterableFromIterator:
-    """Stands in for a data shard's batch iterator (matched by type name)."""
-
-    def __init__(self, batches):
-        self.batches = batches
-
-    def __iter__(self):
-        return iter(self.batches)
-
-
 def _trainer(tmp_path, **kwargs):
     args = TrainingArguments(output_dir=str(tmp_path), report_to="none", use_cpu=True,
                              max_steps=2, per_device_train_batch_size=2)
@@ -70,10 +60,14 @@ def _trainer(tmp_path, **kwargs):
 
 
 def test_prepare_trainer_keeps_the_object_and_reads_batch_iterators(tmp_path):
+    import reference.data as rd
+
     batch = fns.Tokens(2)[0]
     batches = [{k: v.unsqueeze(0) for k, v in batch.items()}] * 3
-    trainer = _trainer(tmp_path, train_dataset=_IterableFromIterator(batches),
-                       eval_dataset={"a": _IterableFromIterator(batches), "b": fns.Tokens(4)})
+    shard = rd.from_items([{k: v.numpy() for k, v in batch.items()}] * 3)
+    trainer = _trainer(tmp_path, train_dataset=shard.iter_torch_batches(batch_size=1),
+                       eval_dataset={"a": shard.iter_torch_batches(batch_size=1),
+                                     "b": fns.Tokens(4)})
     base = type(trainer)
     assert prepare_trainer(trainer) is trainer
     assert type(trainer).__name__ == "RayTransformersTrainer"
