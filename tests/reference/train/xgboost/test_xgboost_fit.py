@@ -124,3 +124,36 @@ def test_local_mode_runs_in_this_process_without_a_collective(tmp_path):
     assert list(result.metrics) == ["train-rmse"]
     single = fns.single_process(config)
     assert result.metrics["train-rmse"] == pytest.approx(_rmse(single, DATA), rel=1e-5)
+
+
+def _from_dataset_shard(config):
+    # the XGBoost guide's second sharding method: Ray Data shards, as pandas
+    frame = train.get_dataset_shard("train").materialize().to_pandas()
+    X, y = frame.drop(columns=["y"]).to_numpy(), frame["y"].to_numpy()
+    with open(os.path.join(config["out"], f"rows{train.get_context().get_world_rank()}"),
+              "w") as f:
+        json.dump(sorted(frame["i"].tolist()), f)
+    xgboost.train(PARAMS, xgboost.DMatrix(X, label=y), num_boost_round=3,
+                  evals=[(xgboost.DMatrix(X, label=y), "train")],
+                  callbacks=[RayTrainReportCallback()])
+
+
+def test_datasets_are_sharded_by_rank_and_read_as_pandas(xgboost_cluster, tmp_path):
+    import pandas as pd
+
+    import reference.data as rd
+
+    X, y = fns.make_data(DATA)
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])]).assign(
+        y=y, i=np.arange(len(y)))
+    out = tmp_path / "out"
+    out.mkdir()
+    result = XGBoostTrainer(
+        _from_dataset_shard, train_loop_config={"out": str(out)},
+        datasets={"train": rd.from_pandas(frame)},
+        scaling_config=train.ScalingConfig(num_workers=2),
+        run_config=train.RunConfig(storage_path=str(tmp_path / "storage"))).fit()
+    rows = [json.loads((out / f"rows{r}").read_text()) for r in range(2)]
+    assert [len(r) for r in rows] == [len(y) // 2] * 2
+    assert not set(rows[0]) & set(rows[1])
+    assert RayTrainReportCallback.get_model(result.checkpoint).num_boosted_rounds() == 3
