@@ -292,13 +292,15 @@ class WorkerSession(Session):
         return reported_checkpoints(self.boot.spec.storage)
 
 
-def serve_calls(channel) -> object:
+def serve_calls(channel, ready: set) -> object:
     """Run the functions the driver sends (the backend's hooks), one at a time, until a
-    message that is not a call arrives; return it."""
+    message that is not a call arrives; return it. ShardReady notices are filed in `ready`:
+    one can overtake StartTraining (rank 0 started first and opened its dataset at once)."""
     while True:
         message = channel.recv()
         if isinstance(message, ShardReady):
-            continue  # a notice for a training function that no longer waits
+            ready.add(message.name)
+            continue
         if not isinstance(message, Execute):
             return message
         channel.send(Executed(message.call, run_call(message.blob)))
@@ -316,10 +318,11 @@ def worker_main(boot: WorkerBoot, channel):
 
     os.environ.update(boot.env)
     threads.apply(boot.spec.resources_per_worker)
-    set_session(WorkerSession(boot, channel))
+    session = WorkerSession(boot, channel)
+    set_session(session)
     try:
         try:
-            message = serve_calls(channel)
+            message = serve_calls(channel, session.ready)
         except ChannelClosed:
             return None  # the group was torn down during setup
         if not isinstance(message, StartTraining):
@@ -327,7 +330,7 @@ def worker_main(boot: WorkerBoot, channel):
         value = cloudpickle.loads(boot.spec.train_fn)()
         channel.send(Finished(boot.context.world_rank, value))
         try:
-            while not isinstance(serve_calls(channel), Stop):
+            while not isinstance(serve_calls(channel, session.ready), Stop):
                 pass
         except ChannelClosed:
             pass

@@ -240,3 +240,48 @@ def test_metrics_that_are_not_stored_are_not_checked(tmp_path, rank, passes_chec
     s.channel = Recorder()
     report(s, {"obj": Opaque()}, local_checkpoint(tmp_path) if passes_checkpoint else None)
     assert [r.staged for r in s.channel.reports] == [passes_checkpoint]
+
+
+class Scripted:
+    """A channel whose messages from the driver are a list; what the rank sends is kept."""
+
+    def __init__(self, incoming: list):
+        self.incoming, self.sent = list(incoming), []
+
+    def recv(self, timeout=None):
+        return self.incoming.pop(0)
+
+    def send(self, message) -> None:
+        self.sent.append(message)
+
+
+def test_a_shard_notice_that_overtakes_start_training_is_kept(tmp_path):
+    # rank 0 may start first and open its dataset before rank 1 got StartTraining
+    from reference.train._internal.worker_group.api import ShardReady, StartTraining
+    from reference.train._internal.worker_group.worker import serve_calls
+
+    s = session(tmp_path, rank=1)
+    s.shards = {"train": "rank 1's iterator"}
+    s.channel = Scripted([ShardReady("train"), StartTraining()])
+    assert isinstance(serve_calls(s.channel, s.ready), StartTraining)
+    assert s.get_dataset_shard("train") == "rank 1's iterator"  # returns without waiting
+    assert s.channel.incoming == [] and s.channel.sent == []
+
+
+def test_rank_0_announces_its_first_call_only_and_others_wait_for_it(tmp_path):
+    from reference.train._internal.worker_group.api import Ack, ShardOpened, ShardReady
+
+    zero = session(tmp_path, rank=0)
+    zero.shards, zero.channel = {"train": 0}, Scripted([])
+    zero.get_dataset_shard("train")
+    zero.get_dataset_shard("train")
+    assert zero.channel.sent == [ShardOpened(0, "train")]
+    one = session(tmp_path, rank=1, name="run1")
+    one.shards = {"train": 1, "valid": 2}
+    # a notice for another dataset first, then the one it waits for, then a report's Ack
+    one.channel = Scripted([ShardReady("valid"), ShardReady("train"), Ack(0, None)])
+    assert one.get_dataset_shard("train") == 1
+    assert one.ready == {"train", "valid"} and one.get_dataset_shard("valid") == 2
+    assert one.channel.incoming == [Ack(0, None)]
+    with pytest.raises(KeyError, match="Dataset shard for 'nope' not found"):
+        one.get_dataset_shard("nope")
