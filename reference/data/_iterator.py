@@ -3,8 +3,9 @@
 Each `iter_*` call is one epoch: a fresh execution of the plan. Batches are cut from the
 block stream to exactly `batch_size` rows (the last one shorter unless `drop_last`), an
 optional local shuffle buffer mixes rows across blocks, and with `prefetch_batches > 0` a
-background thread executes the plan and prepares batches ahead of the consumer (the readers
-and pyarrow release the GIL, so reading overlaps the training step).
+background thread executes the plan, up to `prefetch_batches` blocks ahead of the consumer
+(the readers and pyarrow release the GIL, so reading overlaps the training step), while the
+consumer cuts batches and converts them.
 
 Hazard: a consumer may stop early (`break`, an exception). The producer thread then must
 not block forever on a full queue: it puts with a timeout and checks a stop flag, which the
@@ -136,6 +137,7 @@ def _tensors(batch: dict, dtypes, device) -> dict:
     import torch
 
     out = {}
+    cpu = device.type == "cpu"
     for name, array in batch.items():
         dtype = dtypes.get(name) if isinstance(dtypes, dict) else dtypes
         if array.dtype == object:
@@ -143,7 +145,10 @@ def _tensors(batch: dict, dtypes, device) -> dict:
                             f"{type(array[0]).__name__ if len(array) else 'object'} values, "
                             "which torch cannot hold; drop or encode it first (e.g. "
                             "map_batches or select_columns).")
-        out[name] = torch.as_tensor(array, dtype=dtype, device=device)
+        if dtype is None and cpu:
+            out[name] = torch.from_numpy(array)  # shares the buffer; as_tensor checks more
+        else:
+            out[name] = torch.as_tensor(array, dtype=dtype, device=device)
     return out
 
 
@@ -181,17 +186,16 @@ class DataIterator:
         if not isinstance(prefetch_batches, int) or prefetch_batches < 0:
             raise ValueError(f"prefetch_batches={prefetch_batches!r}: expected an int >= 0.")
 
-    def _batches(self, batch_size, drop_last, shuffle_size, shuffle_seed) -> Iterator[pa.Table]:
-        blocks = self._blocks()
+    def _batches(self, batch_size, drop_last, shuffle_size, shuffle_seed,
+                 prefetch: int) -> Iterator[pa.Table]:
+        # The prefetch thread executes the plan (reads, decodes, runs the operators): the
+        # work that releases the GIL or is the user's. Cutting blocks into batches and
+        # converting them stays with the consumer: per batch it is cheap Python, and
+        # handing every small batch across threads would cost more than it saves.
+        blocks = _prefetched(self._blocks, prefetch) if prefetch else self._blocks()
         if shuffle_size is not None:
             blocks = _local_shuffle(blocks, shuffle_size, batch_size, shuffle_seed)
         return _block.rebatch(blocks, batch_size, drop_last)
-
-    @staticmethod
-    def _ahead(make, prefetch_batches: int) -> _IterableFromIterator:
-        if prefetch_batches:
-            return _IterableFromIterator(lambda: _prefetched(make, prefetch_batches))
-        return _IterableFromIterator(make)
 
     def iter_batches(self, *, prefetch_batches: int = 1, batch_size: int | None = 256,
                      batch_format: str | None = "default", drop_last: bool = False,
@@ -202,10 +206,10 @@ class DataIterator:
 
         def make():
             for table in self._batches(batch_size, drop_last, local_shuffle_buffer_size,
-                                       local_shuffle_seed):
+                                       local_shuffle_seed, prefetch_batches):
                 yield _block.to_batch(table, fmt)
 
-        return self._ahead(make, prefetch_batches)
+        return _IterableFromIterator(make)
 
     def iter_torch_batches(self, *, prefetch_batches: int = 1, batch_size: int | None = 256,
                            dtypes=None, device="auto", collate_fn=None, drop_last: bool = False,
@@ -230,7 +234,7 @@ class DataIterator:
 
         def make():
             for table in self._batches(batch_size, drop_last, local_shuffle_buffer_size,
-                                       local_shuffle_seed):
+                                       local_shuffle_seed, prefetch_batches):
                 batch = _block.to_batch(table, fmt)
                 if collate_fn is not None:
                     out = collate_fn(batch)
@@ -238,7 +242,7 @@ class DataIterator:
                 else:
                     yield _tensors(batch, dtypes, target)
 
-        return self._ahead(make, prefetch_batches)
+        return _IterableFromIterator(make)
 
     def iter_rows(self) -> _IterableFromIterator:
         def make():
