@@ -15,7 +15,7 @@ import threading
 
 #: modules node supervisors import once, so every forked worker starts with them loaded
 PRELOAD = ("reference.train._internal.worker_group.worker", "reference.train", "pyarrow.fs",
-           "cloudpickle")
+           "cloudpickle", "reference.data")
 
 _lock = threading.RLock()
 _cluster = None
