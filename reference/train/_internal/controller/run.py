@@ -26,8 +26,34 @@ from reference.train._internal.storage.storage_context import StorageContext
 logger = logging.getLogger(__name__)
 
 
+#: what the reference does with `RunConfig(worker_runtime_env=...)`
+RUNTIME_ENV_KEYS = ("env_vars",)
+
+
+def worker_env_vars(runtime_env) -> dict:
+    """The `env_vars` of a worker runtime environment; its other fields (pip, conda,
+    working_dir, ...) are Ray's packaging, which simulated nodes sharing this machine's
+    interpreter cannot honour: a ValueError names them."""
+    if not isinstance(runtime_env, dict):
+        raise TypeError(f"RunConfig(worker_runtime_env={runtime_env!r}): expected a dict such "
+                        "as {'env_vars': {'NAME': 'value'}}.")
+    other = sorted(set(runtime_env) - set(RUNTIME_ENV_KEYS))
+    if other:
+        raise ValueError(
+            f"RunConfig(worker_runtime_env=...): the reference supports only {RUNTIME_ENV_KEYS}"
+            f", not {other}; the simulated nodes run this machine's interpreter and files, so "
+            "install packages into it instead.")
+    env = runtime_env.get("env_vars") or {}
+    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                            for k, v in env.items()):
+        raise TypeError(f"RunConfig(worker_runtime_env={{'env_vars': {env!r}}}): env_vars must "
+                        "map names to string values.")
+    return dict(env)
+
+
 def run_distributed(trainer, train_fn):
     rc = trainer.run_config
+    worker_env_vars(rc.worker_runtime_env)  # before anything of the run is touched
     storage = StorageContext(rc.storage_path, rc.name, rc.storage_filesystem)
     # One fit owns a run folder at a time: taken before anything in it is cleaned up or
     # restored, released however the fit ends (storage/run_lock.py).
@@ -65,6 +91,7 @@ def _run_owned(trainer, train_fn, storage):
             train_fn=cloudpickle.dumps(train_fn),
             backend_config=backend_config,
             datasets=dict(trainer.datasets) or None,
+            worker_env=worker_env_vars(rc.worker_runtime_env),
             dataset_config=trainer.dataset_config,
         ),
         factory=SimclusterGroupFactory(ensure_cluster(backend.preload_modules), backend),

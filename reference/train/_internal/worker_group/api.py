@@ -60,6 +60,9 @@ class GroupSpec:
     #: DataConfig; split per rank at each start, never sent to the workers whole
     datasets: Any = None
     dataset_config: Any = None
+    #: `RunConfig(worker_runtime_env={"env_vars": ...})`, set in every worker's environment
+    #: from its start (the accelerator variables the group sets win)
+    worker_env: Any = None
 
 
 @dataclasses.dataclass(frozen=True)

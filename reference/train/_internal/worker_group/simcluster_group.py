@@ -434,8 +434,8 @@ class SimclusterGroupFactory(WorkerGroupFactory):
                 experiment_name=spec.experiment_name, world_size=n, world_rank=slot.rank,
                 local_rank=slot.local_rank, local_world_size=slot.local_world_size,
                 node_rank=slot.node_rank, storage=spec.storage)
-            boot = WorkerBoot(spec=boot_spec, context=context,
-                              env={k: str(v) for k, v in env.items()})
+            env = {**(spec.worker_env or {}), **{k: str(v) for k, v in env.items()}}
+            boot = WorkerBoot(spec=boot_spec, context=context, env=env)
             group.boots[slot.rank] = (slot.node_id, boot, order[slot.rank])
             group.workers[slot.rank] = self.cluster.start_worker(
                 slot.node_id, _worker_entry, args=(group.id, boot), env=boot.env,
