@@ -16,6 +16,7 @@ import time
 import pytest
 
 from conformance import expectations, settings  # noqa: F401 - registers Hypothesis profiles
+from conformance.s3_server import s3, s3_endpoint  # noqa: F401 - fixtures for s3:// storage
 
 _STATE: dict = {}
 

@@ -28,13 +28,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import socket
 from datetime import timedelta
 from typing import Any, Optional
 
 import reference
 from reference.exceptions import GetTimeoutError
 from reference.train._context import TrainContext
+from reference.train._internal.network import address_and_port, host_port
 from reference.train.backend import Backend, BackendConfig
 
 logger = logging.getLogger(__name__)
@@ -99,27 +99,7 @@ class SelectCudaDevice:
         return False
 
 
-def _host_port(address: str, port: int) -> str:
-    return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
-
-
 # --------------------------------------------------------------- run on the workers
-def address_and_port() -> tuple[str, int]:
-    """This worker's node address and a port free on every address of its host (rank 0's
-    rendezvous store listens on all of them, and simulated nodes share one host whose other
-    addresses hold ports of their own)."""
-    from simcluster import worker
-
-    try:
-        address = worker.current().node_address
-    except RuntimeError:  # not a cluster's worker (a test harness): this host's loopback
-        address = "127.0.0.1"
-    family = socket.AF_INET6 if ":" in address else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as sock:
-        sock.bind(("", 0))
-        return address, sock.getsockname()[1]
-
-
 def set_master(addr: str, port: int) -> None:
     os.environ["MASTER_ADDR"] = addr
     os.environ["MASTER_PORT"] = str(port)
@@ -200,7 +180,7 @@ class TorchBackend(Backend):
             worker_group.execute(set_master, addr=master_addr, port=master_port)
             url = "env://"
         elif backend_config.init_method == "tcp":
-            url = f"tcp://{_host_port(master_addr, master_port)}"
+            url = f"tcp://{host_port(master_addr, master_port)}"
         else:
             raise ValueError(
                 f"The provided init_method ({backend_config.init_method}) is not supported. "

@@ -1,5 +1,5 @@
 """Reading and writing files through pyarrow.dataset: local paths, and `s3://` against the
-real S3-protocol server of `tests/s3_server.py`."""
+real S3-protocol server of `conformance/s3_server.py`."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pds
 import pyarrow.parquet as pq
 import pytest
-import s3_server
 
 import reference.data as rd
+from conformance import s3_server
 
 
 def write_parts(folder, files: int = 3, rows: int = 10, row_group_size: int = 4) -> str:

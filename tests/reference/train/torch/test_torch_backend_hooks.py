@@ -50,7 +50,7 @@ def test_on_shutdown_destroys_the_group_only_for_several_workers(rank_pool, worl
 def test_the_port_rank_0_offers_is_free_on_every_address(rank_pool):
     import socket
 
-    from reference.train.torch._config import address_and_port
+    from reference.train._internal.network import address_and_port
 
     with rank_pool.group(CONFIG, make_slots(1)) as group:
         address, port = group.execute_single(0, address_and_port)

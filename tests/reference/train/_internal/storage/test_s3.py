@@ -12,8 +12,8 @@ import sys
 
 import pyarrow.fs as pafs
 import pytest
-import s3_server
 
+from conformance import s3_server
 from reference.train._internal.storage import (
     CheckpointManager,
     CheckpointManagerInitializationError,

@@ -1,6 +1,7 @@
-"""A real S3-protocol server (moto's standalone server) on loopback, for the tests that read
-or write `s3://`: `tests/conftest.py` turns it into the fixtures `s3_endpoint` (one server per
-test process) and `s3` (a pyarrow S3FileSystem on it and a fresh bucket)."""
+"""A real S3-protocol server (moto's standalone server) on loopback, for checks and tests
+that read or write `s3://`. The suite's pytest plugin offers it as the fixtures
+`s3_endpoint` ("host:port", one server per test process, skipped where moto is not
+installed) and `s3` (a pyarrow S3FileSystem on it, and a fresh bucket)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import subprocess
 import sys
 import time
 import uuid
+
+import pytest
 
 ACCESS_KEY, SECRET_KEY, REGION = "trainspec-test", "trainspec-secret", "us-east-1"
 START_DEADLINE_S = 30.0
@@ -74,3 +77,17 @@ def environment(endpoint: str) -> dict:
     """What pyarrow's S3 client reads to reach the server from an `s3://` URI alone."""
     return {"AWS_ENDPOINT_URL": f"http://{endpoint}", "AWS_ACCESS_KEY_ID": ACCESS_KEY,
             "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_DEFAULT_REGION": REGION}
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint(tmp_path_factory):
+    pytest.importorskip("moto.server", reason=MISSING)
+    with running(tmp_path_factory.mktemp("moto") / "server.log") as endpoint:
+        yield endpoint
+
+
+@pytest.fixture
+def s3(s3_endpoint):
+    """(pyarrow S3FileSystem on the loopback server, a fresh bucket)."""
+    fs = filesystem(s3_endpoint)
+    return fs, new_bucket(fs)
