@@ -19,7 +19,7 @@ AREAS = {
     "lightning": "PyTorch Lightning", "transformers": "Hugging Face Transformers",
     "accelerate": "Hugging Face Accelerate", "backend": "Backends (the developer API)",
     "xgboost": "XGBoost (XGBoostTrainer)", "lightgbm": "LightGBM (LightGBMTrainer)",
-    "data": "Ray Data in Train",
+    "data": "Ray Data in Train", "jax": "JAX (JaxTrainer)",
 }
 PAGES = {
     "configs.md": ["scaling", "run-config", "failure-config", "checkpoint-config",
@@ -29,7 +29,8 @@ PAGES = {
     "fault-tolerance.md": ["fault", "resume", "elastic"],
     "local-mode.md": ["local"],
     "torch.md": ["torch"],
-    "frameworks.md": ["lightning", "transformers", "accelerate", "xgboost", "lightgbm"],
+    "frameworks.md": ["lightning", "transformers", "accelerate", "xgboost", "lightgbm",
+                      "jax"],
     "backends.md": ["backend"],
     "data.md": ["data"],
 }

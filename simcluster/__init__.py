@@ -24,6 +24,7 @@ from .faults.runner import PlanRun
 from .frontend.client import ClusterClient, connect
 from .frontend.endpoint import Bundle, Channel, Placement, WorkerExit, WorkerHandle
 from .providers.base import Provider, RecordingProvider
+from .tpu import tpu_slice
 
 __version__ = "0.1.0"
 
@@ -56,4 +57,5 @@ __all__ = [
     "WorkerStartError",
     "action",
     "connect",
+    "tpu_slice",
 ]

@@ -69,6 +69,11 @@ def _chips_per_host(topology: str, generation: str) -> int:
     return _DEFAULT_CHIPS_PER_HOST
 
 
+def slice_hosts(topology: str, accelerator_type: str) -> int:
+    """How many hosts a slice of `topology` has."""
+    return max(1, _slice_chips(topology) // _chips_per_host(topology, _generation(accelerator_type)))
+
+
 def slice_workers(topology: str, accelerator_type: str,
                   resources_per_worker: dict | None = None) -> tuple[int, dict]:
     """(workers in one slice, resources of one worker) for a slice of `topology`.

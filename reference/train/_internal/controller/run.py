@@ -67,6 +67,7 @@ def run_distributed(trainer, train_fn):
 def _run_owned(trainer, train_fn, storage):
     from reference._runtime import ensure_cluster
     from reference.train._internal.worker_group.simcluster_group import SimclusterGroupFactory
+    from reference.train._internal.worker_group.slices import SliceRequest
 
     rc, sc = trainer.run_config, trainer.scaling_config
     remove_temporaries(storage)
@@ -94,7 +95,8 @@ def _run_owned(trainer, train_fn, storage):
             worker_env=worker_env_vars(rc.worker_runtime_env),
             dataset_config=trainer.dataset_config,
         ),
-        factory=SimclusterGroupFactory(ensure_cluster(backend.preload_modules), backend),
+        factory=SimclusterGroupFactory(ensure_cluster(backend.preload_modules), backend,
+                                       SliceRequest.from_scaling_config(sc)),
         checkpoint_manager=manager,
         failure_policy=FailurePolicy.from_config(rc.failure_config),
         scaling_policy=ScalingPolicy.from_config(sc),

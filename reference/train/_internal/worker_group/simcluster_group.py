@@ -290,8 +290,10 @@ def _worker_info(slot: WorkerSlot, handle, resources: dict) -> Worker:
 
 
 class SimclusterGroupFactory(WorkerGroupFactory):
-    def __init__(self, cluster, backend):
+    def __init__(self, cluster, backend, slices=None):
         self.cluster, self.backend = cluster, backend
+        #: a TPU slice job's SliceRequest (slices.py): whole slices only; None otherwise
+        self.slices = slices
         self._groups: dict[str, SimclusterGroup] = {}
         self._lock = threading.Lock()
         self._changed = threading.Condition()
@@ -321,6 +323,8 @@ class SimclusterGroupFactory(WorkerGroupFactory):
 
     # -- WorkerGroupFactory --------------------------------------------------------------------
     def capacity(self, resources_per_worker: dict) -> int:
+        if self.slices is not None:
+            return self.slices.capacity(self.cluster.nodes)
         total = 0
         for node in self.cluster.nodes:
             if node.state != "up":
@@ -338,10 +342,22 @@ class SimclusterGroupFactory(WorkerGroupFactory):
     def start(self, spec: GroupSpec) -> SimclusterGroup:
         from simcluster import PlacementTimeout, SimclusterError, Unschedulable
 
-        bundles = [dict(spec.resources_per_worker)] * spec.num_workers
+        if self.slices is not None:
+            bundles = self.slices.bundles(spec.num_workers, self.cluster.nodes,
+                                          self.cluster.available_resources(),
+                                          dict(spec.resources_per_worker))
+            if len(bundles) < spec.num_workers:
+                raise GroupStartError(f"{spec.num_workers} workers need "
+                                      f"{spec.num_workers // self.slices.per_slice} whole TPU "
+                                      f"slices of topology {self.slices.topology!r}; fewer are "
+                                      "complete now")
+        else:
+            bundles = [dict(spec.resources_per_worker)] * spec.num_workers
+        # Pinned slice bundles land where they are pinned whatever the strategy; PACK lets
+        # several workers share a host when the TPU request is below a host's chips.
+        strategy = "PACK" if self.slices is not None else spec.placement_strategy
         try:
-            placement = self.cluster.place(bundles, spec.placement_strategy,
-                                           timeout_s=PLACEMENT_TIMEOUT_S)
+            placement = self.cluster.place(bundles, strategy, timeout_s=PLACEMENT_TIMEOUT_S)
         except PlacementTimeout as exc:
             raise GroupStartError(str(exc)) from exc
         except (Unschedulable, ValueError) as exc:
@@ -367,7 +383,8 @@ class SimclusterGroupFactory(WorkerGroupFactory):
         spec, backend = group.spec, self.backend
         context = WorkerGroupContext(
             num_workers=group.world_size, resources_per_worker=dict(spec.resources_per_worker),
-            placement_strategy=spec.placement_strategy)
+            placement_strategy=spec.placement_strategy,
+            num_slices=1 if self.slices is None else group.world_size // self.slices.per_slice)
         workers = []
         for slot in group.slots:
             worker = _worker_info(slot, group.workers[slot.rank], spec.resources_per_worker)

@@ -19,16 +19,18 @@ Where the reference differs, on purpose:
 - CUDA_VISIBLE_DEVICES is left as the worker group set it (each worker's own GPUs). Ray's
   backend overwrites it with "0,...,k-1", which on a node with several one-GPU workers names
   the same physical GPU 0 in every worker (catalogue: a Ray bug).
-- Simulated GPUs (a simcluster node declares GPUs that this host's jax cannot use, i.e. no
-  CUDA plugin is installed): the worker runs JAX on the CPU instead, with a warning, so the
-  GPU path's distributed setup runs in CI without GPUs; torch's backend does the same with
-  gloo for nccl.
+- Simulated GPUs or TPUs (a simcluster node declares devices that this host's jax cannot
+  use: no CUDA plugin, no libtpu): when the backend chooses the platform, the worker runs
+  JAX on the CPU instead, with a warning, so the accelerator path's distributed setup
+  (coordinator, ranks, multislice variables) runs in CI without accelerators; torch's
+  backend does the same with gloo for nccl. A platform the user set is kept.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import importlib.util
 import logging
 import os
 from typing import Any
@@ -75,7 +77,12 @@ def setup_jax_distributed(coordinator: str, num_workers: int, rank: int, use_tpu
     platform list it initialised for (for logs and tests)."""
     platforms = os.environ.get("JAX_PLATFORMS", "").lower()
     if not platforms and use_tpu:
-        platforms = os.environ["JAX_PLATFORMS"] = "tpu"
+        platforms = "tpu"
+        if importlib.util.find_spec("libtpu") is None:
+            logger.warning("This worker's TPU chips are simulated (no libtpu here): JAX runs "
+                           "on the CPU instead of 'tpu'.")
+            platforms = "cpu"
+        os.environ["JAX_PLATFORMS"] = platforms
     for key, value in env_vars.items():
         if key in MULTISLICE_OVERRIDES or key not in os.environ:
             os.environ[key] = value
