@@ -11,6 +11,7 @@ import pytest
 
 import reference
 import reference.train as train
+import reference.train.v2.jax
 import simcluster
 from reference.train.v2.jax import JaxTrainer
 
@@ -129,3 +130,47 @@ def test_a_lost_host_fails_its_slice_and_the_job_moves_to_a_whole_one(slices, tm
     assert not thread.is_alive() and "result" in outcome
     after = seen(tmp_path, 2)  # host 0 of "a" is up, but "a" is not whole: "b" is used
     assert [(e["TPU_NAME"], e["TPU_WORKER_ID"]) for e in after] == [("b", "0"), ("b", "1")]
+
+
+def grow_until(config):
+    import time
+
+    context = train.get_context()
+    with open(os.path.join(config["folder"], f"world{context.get_world_rank()}"), "a") as f:
+        f.write(f"{context.get_world_size()} {os.environ.get('TPU_NAME')}\n")
+    if context.get_world_size() < 4:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            time.sleep(0.05)  # until the controller resizes the group
+    return context.get_world_size()
+
+
+def test_elastic_tpu_jobs_grow_by_whole_slices(slices, tmp_path):
+    import threading
+    import time
+
+    cluster = slices(("a", "TPU-V4", "2x2x2"))
+    trainer = JaxTrainer(
+        grow_until, train_loop_config={"folder": str(tmp_path)},
+        jax_config=reference.train.v2.jax.JaxConfig(),
+        scaling_config=train.ScalingConfig(num_workers=(2, 4), use_tpu=True, topology="2x2x2",
+                                           accelerator_type="TPU-V4",
+                                           elastic_resize_monitor_interval_s=0.3),
+        run_config=train.RunConfig(storage_path=str(tmp_path / "runs")))
+    outcome = {}
+    thread = threading.Thread(target=lambda: outcome.update(result=trainer.fit()), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "world1").exists():
+        assert time.monotonic() < deadline, "the first group never started"
+        time.sleep(0.05)  # poll with a deadline
+    first, second = simcluster.tpu_slice("b", "TPU-V4", "2x2x2", cpus=1)
+    cluster.add_node(first)
+    time.sleep(1.5)  # five monitor intervals with half a slice more: no resize may happen
+    assert (tmp_path / "world0").read_text() == "2 a\n"
+    cluster.add_node(second)
+    thread.join(timeout=120)
+    assert not thread.is_alive() and outcome["result"].return_value == 4
+    lines = (tmp_path / "world0").read_text().splitlines()
+    assert lines == ["2 a", "4 a"]
+    assert (tmp_path / "world2").read_text() == "4 b\n"
