@@ -123,7 +123,10 @@ def test_shards_binned_as_the_whole_data_give_the_single_process_model(
     assert distributed.current_iteration() == single.current_iteration() <= rounds
     ours, theirs = _structure(distributed), _structure(single)
     assert ours[0] == theirs[0]
-    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-9, atol=1e-9)
+    # Leaf values and gains are sums of gradients: the distributed histograms add the
+    # shards' partial sums in another order, so float rounding differs (seen: 5e-8
+    # relative); a wrong binning or split would change the structure above.
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6, atol=1e-9)
     predicted, expected = _predict(distributed, spec), _predict(single, spec)
     scale = max(1.0, float(np.abs(expected).max()))
     np.testing.assert_allclose(predicted, expected, rtol=0, atol=1e-9 * scale)
