@@ -833,6 +833,24 @@ ALL = [
       "reused or kept alive must not keep a dead job's client.",
       ray_note="Ray waits up to JAX_DISTRIBUTED_SHUTDOWN_TIMEOUT_S (default 30) for it and "
       "only logs a timeout or error."),
+    C("jax.tpu-slices", "MUST", "A TPU job runs on whole slices with the TPU environment",
+      "With ScalingConfig(num_workers=4, use_tpu=True, topology='2x2x2', "
+      "accelerator_type='TPU-V4') on two 2-host slices, the job reserves both slices whole: "
+      "ranks 0-1 run on the hosts of one slice and ranks 2-3 on the other, in the order of "
+      "the hosts' TPU_WORKER_ID; every worker sees its host's TPU variables (TPU_NAME, "
+      "TPU_WORKER_ID, ...), no TPU_VISIBLE_CHIPS (it holds all 4 chips of its host), the "
+      "multislice variables MEGASCALE_NUM_SLICES=2, MEGASCALE_SLICE_ID (0, 0, 1, 1), "
+      "MEGASCALE_PORT=8081 and one MEGASCALE_COORDINATOR_ADDRESS, and jax.distributed over "
+      "the 4 processes (process_index == world rank).",
+      "python/ray/train/v2/jax/config.py; python/ray/util/tpu.py; "
+      "python/ray/train/v2/_internal/execution/worker_group/worker_group.py",
+      "JaxTrainer(fn, scaling_config=ScalingConfig(num_workers=4, use_tpu=True, "
+      "topology='2x2x2', accelerator_type='TPU-V4'))",
+      ray_note="Needs an adapter with TPU slices (capability tpu_slices): the reference "
+      "simulates them with simcluster.tpu_slice (JAX computing on the CPU); the Ray adapter "
+      "here has none, so the check is skipped on Ray. The rules are Ray's source: "
+      "SlicePlacementGroup reserves whole slices, get_tpu_coordinator_env_vars gives the "
+      "MEGASCALE_* variables."),
     C("jax.plain", "MUST", "JaxConfig() starts no distributed JAX",
       "With JaxConfig() (use_tpu and use_gpu False) and W workers, the backend does "
       "nothing: every worker is an independent single-process JAX (is_initialized() False, "

@@ -245,3 +245,21 @@ def run_fit(impl, mode: str, num_workers: int, jax_config=None, env: dict | None
     factory = TrainerFactory(tj.JaxTrainer, kwargs, journal_dir=journal)
     outcome = impl.fit(factory, max(impl.fit_deadline_s, deadline_s))
     return outcome, Journal(journal)
+
+
+#: what a TPU host's process sees, journaled by `tpu_probe`
+TPU_ENV = ("TPU_NAME", "TPU_WORKER_ID", "TPU_ACCELERATOR_TYPE", "TPU_TOPOLOGY",
+           "TPU_WORKER_HOSTNAMES", "TPU_VISIBLE_CHIPS", "MEGASCALE_COORDINATOR_ADDRESS",
+           "MEGASCALE_NUM_SLICES", "MEGASCALE_SLICE_ID", "MEGASCALE_PORT")
+
+
+def tpu_probe(config: dict) -> None:
+    """On a TPU slice job: the host's TPU environment and jax's view, journaled."""
+    train = importlib.import_module(config["train_module"])
+    journal = Journal(config["journal"])
+    rank = train.get_context().get_world_rank()
+    import jax
+
+    journal.record(ev="tpu_start", rank=rank, process_count=jax.process_count(),
+                   process_index=jax.process_index(),
+                   env={k: os.environ.get(k) for k in TPU_ENV})

@@ -141,6 +141,13 @@ class Adapter(abc.ABC):
         """Replace the default cluster with one of the given nodes (a context manager)."""
         raise Unsupported(f"adapter {self.name!r} has no multi-node cluster")
 
+    def tpu_slices(self, slices: list[tuple[str, str, str]]) -> ClusterHandle:
+        """Replace the default cluster with TPU slices, each (name, accelerator_type,
+        topology) such as ("a", "TPU-V4", "2x2x2"), one node per host (a context manager).
+        Capability "tpu_slices"; on the reference they are simulated (JAX computes on the
+        CPU)."""
+        raise Unsupported(f"adapter {self.name!r} has no TPU slices")
+
     @staticmethod
     def node_id_function() -> Callable[[], str] | None:
         """A picklable function that, on a worker, returns its node's id (None: unknown)."""

@@ -60,7 +60,7 @@ class _ThreadFit(FitHandle):
 class ReferenceAdapter(Adapter):
     name = "reference"
     capabilities = frozenset({"multinode", "add_node", "remove_node", "kill_node", "pause_node",
-                              "elastic"})
+                              "elastic", "tpu_slices"})
     fit_deadline_s = 60.0
     fit_examples = 10
     history_checks = ("ranks_complete", "restores_latest", "checkpoints_whole")
@@ -91,6 +91,20 @@ class ReferenceAdapter(Adapter):
         preload = reference.PRELOAD
         with simcluster.Cluster(nodes=[_node_spec(simcluster, n) for n in nodes],
                                 preload=preload) as cluster:
+            reference.init(address=cluster.address)
+            try:
+                yield _SimHandle(simcluster, cluster)
+            finally:
+                reference.shutdown()
+
+    @contextlib.contextmanager
+    def tpu_slices(self, slices):
+        reference = importlib.import_module("reference")
+        simcluster = importlib.import_module("simcluster")
+        reference.shutdown()
+        nodes = [spec for name, kind, topology in slices
+                 for spec in simcluster.tpu_slice(name, kind, topology, cpus=1)]
+        with simcluster.Cluster(nodes=nodes, preload=reference.PRELOAD) as cluster:
             reference.init(address=cluster.address)
             try:
                 yield _SimHandle(simcluster, cluster)

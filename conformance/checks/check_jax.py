@@ -395,3 +395,49 @@ def check_local_mode(impl):
            "parameters after each step", setting)
     assertions.equal(result.metrics, {"step": jax_probe.STEPS - 1, "loss": steps[-1]["loss"]},
                      "result.metrics (the last report)", setting)
+
+
+@clause("jax.tpu-slices")
+def check_tpu_slices(impl):
+    from conformance.checks.check_context import needs
+    from conformance.scenarios import TrainerFactory, workspace
+
+    _jax(impl)
+    needs(impl, "tpu_slices")
+    t, tj = impl.train, impl.framework("v2.jax")
+    folder = workspace()
+    journal = os.path.join(folder, "journal")
+    os.makedirs(journal)
+    setting = (f"{impl.name}: two TPU-V4 2x2x2 slices 'a' and 'b' (2 hosts of 4 chips each), "
+               "JaxTrainer(ScalingConfig(num_workers=4, use_tpu=True, topology='2x2x2', "
+               "accelerator_type='TPU-V4'))")
+    with impl.tpu_slices([("a", "TPU-V4", "2x2x2"), ("b", "TPU-V4", "2x2x2")]):
+        outcome = impl.fit(TrainerFactory(tj.JaxTrainer, dict(
+            train_loop_per_worker=jax_probe.tpu_probe,
+            train_loop_config={"train_module": t.__name__, "journal": journal},
+            scaling_config=t.ScalingConfig(num_workers=4, use_tpu=True, topology="2x2x2",
+                                           accelerator_type="TPU-V4"),
+            run_config=t.RunConfig(name="jax-tpu", storage_path=os.path.join(folder, "s")))),
+            max(impl.fit_deadline_s, 180.0))
+    assertions.succeeded(outcome, setting)
+    starts = sorted(jax_probe.Journal(journal).events("tpu_start"), key=lambda e: e["rank"])
+    assertions.equal([e["rank"] for e in starts], [0, 1, 2, 3], "ranks that started", setting)
+    env = [e["env"] for e in starts]
+    names = [e["TPU_NAME"] for e in env]
+    assertions.equal(sorted(names), ["a", "a", "b", "b"], "TPU_NAME of ranks 0..3 (whole slices)",
+                     setting)
+    assertions.equal(names[0] == names[1] and names[2] == names[3], True,
+                     f"ranks 0-1 and 2-3 each on one slice (TPU_NAME {names})", setting)
+    assertions.equal([e["TPU_WORKER_ID"] for e in env], ["0", "1", "0", "1"],
+                     "TPU_WORKER_ID of ranks 0..3 (ranks follow the hosts of a slice)", setting)
+    assertions.equal([e["MEGASCALE_SLICE_ID"] for e in env], ["0", "0", "1", "1"],
+                     "MEGASCALE_SLICE_ID of ranks 0..3", setting)
+    assertions.equal({(e["MEGASCALE_NUM_SLICES"], e["MEGASCALE_PORT"]) for e in env},
+                     {("2", "8081")}, "(MEGASCALE_NUM_SLICES, MEGASCALE_PORT)", setting)
+    assertions.equal(len({e["MEGASCALE_COORDINATOR_ADDRESS"] for e in env}), 1,
+                     "distinct MEGASCALE_COORDINATOR_ADDRESS values", setting)
+    assertions.equal([e["TPU_VISIBLE_CHIPS"] for e in env], [None] * 4,
+                     "TPU_VISIBLE_CHIPS (each worker holds its host's every chip)", setting)
+    assertions.equal([(e["process_count"], e["process_index"]) for e in starts],
+                     [(4, r) for r in range(4)], "(jax.process_count(), process_index())",
+                     setting)
