@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("reference", "simcluster", "conformance")
 #: simcluster's public modules; everything else in it is internal
 SIMCLUSTER_PUBLIC = {"simcluster", "simcluster.api", "simcluster.worker", "simcluster.checkers",
-                     "simcluster.strategies", "simcluster.procfs"}
+                     "simcluster.strategies", "simcluster.procfs", "simcluster.tpu"}
 DRIVER_SIDE = ("simcluster.driver", "simcluster.frontend", "simcluster.faults",
                "simcluster.providers", "simcluster.cli", "simcluster.api")
 REFERENCE_ADAPTER = "conformance.adapters.reference_adapter"
