@@ -39,7 +39,13 @@ class SliceRequest:
         per_slice, _ = tpu.slice_workers(sc.topology, sc.accelerator_type,
                                          sc.resources_per_worker)
         hosts = tpu.slice_hosts(sc.topology, sc.accelerator_type)
-        return cls(sc.accelerator_type, sc.topology, per_slice, max(1, per_slice // hosts), hosts)
+        if per_slice < hosts or per_slice % hosts:
+            raise ValueError(
+                f"ScalingConfig(resources_per_worker={sc.resources_per_worker!r}, topology="
+                f"{sc.topology!r}): {per_slice} workers cannot cover the slice's {hosts} hosts "
+                "evenly; a worker runs on one host, so ask for at most one host's chips "
+                "(the default is exactly one host's).")
+        return cls(sc.accelerator_type, sc.topology, per_slice, per_slice // hosts, hosts)
 
     def complete_slices(self, nodes) -> dict[str, list]:
         """{slice name: its up nodes by worker id} for the slices of this kind whose every

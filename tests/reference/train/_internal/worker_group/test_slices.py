@@ -65,3 +65,8 @@ def test_several_workers_per_host_share_its_pin():
 ])
 def test_pod_types_count_cores(kind, topology, expected):
     assert tpu.pod_type(kind, topology) == expected
+
+
+def test_a_worker_bigger_than_a_host_is_refused_naming_the_setting():
+    with pytest.raises(ValueError, match="2 workers cannot cover the slice's 4 hosts"):
+        request(workers=2, resources_per_worker={"TPU": 8})
