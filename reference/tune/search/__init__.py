@@ -1,0 +1,1 @@
+"""Search spaces and search algorithms of `reference.tune`."""
