@@ -1,0 +1,7 @@
+"""Trial schedulers of `reference.tune`: plain objects that decide, from each result a
+trial reports, whether it goes on (`CONTINUE`) or stops (`STOP`)."""
+
+from reference.tune.schedulers._asha import ASHAScheduler, AsyncHyperBandScheduler
+from reference.tune.schedulers._base import FIFOScheduler, TrialScheduler
+
+__all__ = ["ASHAScheduler", "AsyncHyperBandScheduler", "FIFOScheduler", "TrialScheduler"]

@@ -1,0 +1,46 @@
+"""The scheduler interface: the Tuner calls `on_trial_add`, then `on_trial_result` for each
+report (answering CONTINUE, PAUSE or STOP), and `on_trial_complete` or `on_trial_remove`.
+Trials are any objects with a `trial_id`; the first argument is the tuner's controller, as
+in Ray's signatures (the reference's schedulers do not use it)."""
+
+from __future__ import annotations
+
+
+class TrialScheduler:
+    CONTINUE = "CONTINUE"
+    PAUSE = "PAUSE"
+    STOP = "STOP"
+    NOOP = "NOOP"
+
+    _metric = None
+    _mode = None
+
+    def set_search_properties(self, metric: str | None, mode: str | None, **spec) -> bool:
+        """Take the TuneConfig's metric and mode unless the scheduler has its own; False
+        when both set one (Ray's rule: the Tuner then raises)."""
+        if (self._metric and metric) or (self._mode and mode):
+            return False
+        if metric:
+            self._metric = metric
+        if mode:
+            self._mode = mode
+        return True
+
+    def on_trial_add(self, tune_controller, trial) -> None:
+        pass
+
+    def on_trial_result(self, tune_controller, trial, result: dict) -> str:
+        return self.CONTINUE
+
+    def on_trial_complete(self, tune_controller, trial, result: dict) -> None:
+        pass
+
+    def on_trial_remove(self, tune_controller, trial) -> None:
+        pass
+
+    def on_trial_error(self, tune_controller, trial) -> None:
+        pass
+
+
+class FIFOScheduler(TrialScheduler):
+    """Runs every trial to its end, in the order they were added."""
