@@ -1,11 +1,17 @@
-"""What the framework test folders (lightning/, huggingface/) share: a cluster whose node
-supervisors preload the framework, and a driver process left as a local-mode fit found it."""
+"""What the framework test folders (lightning/, huggingface/, xgboost/, lightgbm/) share: a
+cluster whose node supervisors preload the framework, a driver process left as a local-mode
+fit found it, and a per-test deadline that dumps every thread's stack."""
 
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import os
+import signal
 import sys
+import threading
+
+import pytest
 
 LAUNCHER_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK",
                  "MASTER_ADDR", "MASTER_PORT")
@@ -45,3 +51,44 @@ def driver_left_as_found():
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+@contextlib.contextmanager
+def gbdt_cluster(*modules: str, cpus: int = 3):
+    """A one-node cluster (`cpus` CPUs: up to that many 1-CPU workers) whose supervisors
+    imported `modules` once, with reference.init() connected to it."""
+    import reference
+
+    reference.shutdown()
+    reference.init(num_cpus=cpus, preload=modules)
+    try:
+        yield
+    finally:
+        reference.shutdown()
+
+
+#: the most seconds one test of a folder using `bounded` may take (a module may set LIMIT_S)
+LIMIT_S = 120
+
+
+@pytest.fixture(autouse=True)
+def bounded(request):
+    """Fails a test that runs past its module's LIMIT_S (a hung collective, a fit that never
+    returns) with every thread's stack, instead of hanging the run; the cluster fixture's
+    teardown then stops the workers. A folder's conftest imports it to apply it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    limit = getattr(request.module, "LIMIT_S", LIMIT_S)
+
+    def expire(signum, frame):
+        faulthandler.dump_traceback(all_threads=True)
+        raise TimeoutError(f"{request.node.nodeid} ran past {limit} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(limit)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

@@ -1,32 +1,17 @@
-import contextlib
-import faulthandler
 import importlib.util
-import signal
-import threading
+import os
+import sys
 
 import pytest
+
+# the helpers the framework folders share live one folder up
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from framework_fixtures import bounded, gbdt_cluster  # noqa: E402, F401 - bounded: autouse
 
 # Without the xgboost extra these modules cannot even be imported: leave them out of
 # collection, and let test_xgboost_installed.py report one skip that says why.
 if importlib.util.find_spec("xgboost") is None:
     collect_ignore_glob = ["test_xgboost_[!i]*.py"]
-
-#: the most seconds one test of this folder may take (a module may set LIMIT_S)
-LIMIT_S = 120
-
-
-@contextlib.contextmanager
-def gbdt_cluster(*modules: str, cpus: int = 3):
-    """A one-node cluster (`cpus` CPUs: up to that many 1-CPU workers) whose supervisors
-    imported `modules` once, with reference.init() connected to it."""
-    import reference
-
-    reference.shutdown()
-    reference.init(num_cpus=cpus, preload=modules)
-    try:
-        yield
-    finally:
-        reference.shutdown()
 
 
 @pytest.fixture(scope="module")
@@ -34,26 +19,3 @@ def xgboost_cluster():
     """Three CPUs whose workers fork with xgboost and this folder's training functions."""
     with gbdt_cluster("xgboost", "reference.train.xgboost", "xgboost_fns"):
         yield
-
-
-@pytest.fixture(autouse=True)
-def _bounded(request):
-    """Fails a test that runs past its module's LIMIT_S (a hung collective, a fit that never
-    returns) with every thread's stack, instead of hanging the run; the cluster fixture's
-    teardown then stops the workers."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    limit = getattr(request.module, "LIMIT_S", LIMIT_S)
-
-    def expire(signum, frame):
-        faulthandler.dump_traceback(all_threads=True)
-        raise TimeoutError(f"{request.node.nodeid} ran past {limit} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(limit)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
