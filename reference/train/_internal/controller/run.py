@@ -53,18 +53,18 @@ def worker_env_vars(runtime_env) -> dict:
 
 def run_distributed(trainer, train_fn):
     rc = trainer.run_config
-    worker_env_vars(rc.worker_runtime_env)  # before anything of the run is touched
+    worker_env = worker_env_vars(rc.worker_runtime_env)  # before anything of the run is touched
     storage = StorageContext(rc.storage_path, rc.name, rc.storage_filesystem)
     # One fit owns a run folder at a time: taken before anything in it is cleaned up or
     # restored, released however the fit ends (storage/run_lock.py).
     lock = acquire_run_lock(storage, take_over=take_over_requested())
     try:
-        return _run_owned(trainer, train_fn, storage)
+        return _run_owned(trainer, train_fn, storage, worker_env)
     finally:
         lock.release()
 
 
-def _run_owned(trainer, train_fn, storage):
+def _run_owned(trainer, train_fn, storage, worker_env: dict):
     from reference._runtime import ensure_cluster
     from reference.train._internal.worker_group.simcluster_group import SimclusterGroupFactory
     from reference.train._internal.worker_group.slices import SliceRequest
@@ -92,7 +92,7 @@ def _run_owned(trainer, train_fn, storage):
             train_fn=cloudpickle.dumps(train_fn),
             backend_config=backend_config,
             datasets=dict(trainer.datasets) or None,
-            worker_env=worker_env_vars(rc.worker_runtime_env),
+            worker_env=worker_env,
             dataset_config=trainer.dataset_config,
         ),
         factory=SimclusterGroupFactory(ensure_cluster(backend.preload_modules), backend,

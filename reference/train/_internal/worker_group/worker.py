@@ -292,18 +292,16 @@ class WorkerSession(Session):
         return reported_checkpoints(self.boot.spec.storage)
 
 
-def serve_calls(channel, ready: set) -> object:
+def serve_calls(session: WorkerSession) -> object:
     """Run the functions the driver sends (the backend's hooks), one at a time, until a
-    message that is not a call arrives; return it. ShardReady notices are filed in `ready`:
-    one can overtake StartTraining (rank 0 started first and opened its dataset at once)."""
+    message that is not a call arrives; return it. (session.recv files the ShardReady
+    notices: one can overtake StartTraining when rank 0 started first and opened its
+    dataset at once.)"""
     while True:
-        message = channel.recv()
-        if isinstance(message, ShardReady):
-            ready.add(message.name)
-            continue
+        message = session.recv()
         if not isinstance(message, Execute):
             return message
-        channel.send(Executed(message.call, run_call(message.blob)))
+        session.channel.send(Executed(message.call, run_call(message.blob)))
 
 
 def worker_main(boot: WorkerBoot, channel):
@@ -322,7 +320,7 @@ def worker_main(boot: WorkerBoot, channel):
     set_session(session)
     try:
         try:
-            message = serve_calls(channel, session.ready)
+            message = serve_calls(session)
         except ChannelClosed:
             return None  # the group was torn down during setup
         if not isinstance(message, StartTraining):
@@ -330,7 +328,7 @@ def worker_main(boot: WorkerBoot, channel):
         value = cloudpickle.loads(boot.spec.train_fn)()
         channel.send(Finished(boot.context.world_rank, value))
         try:
-            while not isinstance(serve_calls(channel, session.ready), Stop):
+            while not isinstance(serve_calls(session), Stop):
                 pass
         except ChannelClosed:
             pass

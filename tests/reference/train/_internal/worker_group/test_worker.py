@@ -263,7 +263,7 @@ def test_a_shard_notice_that_overtakes_start_training_is_kept(tmp_path):
     s = session(tmp_path, rank=1)
     s.shards = {"train": "rank 1's iterator"}
     s.channel = Scripted([ShardReady("train"), StartTraining()])
-    assert isinstance(serve_calls(s.channel, s.ready), StartTraining)
+    assert isinstance(serve_calls(s), StartTraining)
     assert s.get_dataset_shard("train") == "rank 1's iterator"  # returns without waiting
     assert s.channel.incoming == [] and s.channel.sent == []
 
