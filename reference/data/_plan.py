@@ -20,6 +20,7 @@ split, where every shard must agree on one permutation per epoch: the split fixe
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import itertools
 import uuid
@@ -47,13 +48,13 @@ class ExecCtx:
         return np.random.default_rng()
 
 
-class Op:
+class Op(abc.ABC):
     """A per-block operator. `keeps_rows`: one output row per input row, in order."""
 
     keeps_rows = False
 
-    def apply(self, blocks: Iterator[pa.Table], ctx: ExecCtx) -> Iterator[pa.Table]:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def apply(self, blocks: Iterator[pa.Table], ctx: ExecCtx) -> Iterator[pa.Table]: ...
 
 
 #: callable-class instances, built once per process (Ray builds one per actor)

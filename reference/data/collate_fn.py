@@ -4,16 +4,18 @@ they receive: a plain function (or a `NumpyBatchCollateFn`) gets a dict of numpy
 
 from __future__ import annotations
 
+import abc
+
 __all__ = ["ArrowBatchCollateFn", "CollateFn", "NumpyBatchCollateFn", "PandasBatchCollateFn"]
 
 
-class CollateFn:
+class CollateFn(abc.ABC):
     """Base class: subclasses implement `__call__(batch)`."""
 
     batch_format = "numpy"
 
-    def __call__(self, batch):
-        raise NotImplementedError
+    @abc.abstractmethod
+    def __call__(self, batch): ...
 
 
 class NumpyBatchCollateFn(CollateFn):

@@ -16,11 +16,9 @@ import math
 
 import numpy as np
 
-from reference.tune.schedulers._base import TrialScheduler
+from reference.tune.schedulers._base import MetricScheduler, TrialScheduler
 
 logger = logging.getLogger(__name__)
-DEFAULT_METRIC = "_metric"
-
 
 class _Bracket:
     def __init__(self, min_t: float, max_t: float, reduction_factor: float, s: int,
@@ -55,7 +53,7 @@ class _Bracket:
         return action
 
 
-class AsyncHyperBandScheduler(TrialScheduler):
+class AsyncHyperBandScheduler(MetricScheduler):
     def __init__(self, time_attr: str = "training_iteration", metric: str | None = None,
                  mode: str | None = None, max_t: int = 100, grace_period: int = 1,
                  reduction_factor: float = 4, brackets: int = 1,
@@ -82,24 +80,12 @@ class AsyncHyperBandScheduler(TrialScheduler):
         self._trial_info: dict = {}
         self._num_stopped = 0
 
-    def set_search_properties(self, metric, mode, **spec) -> bool:
-        if not super().set_search_properties(metric, mode, **spec):
-            return False
-        if self._metric is None and self._mode:
-            self._metric = DEFAULT_METRIC
-        return True
-
     @property
     def _sign(self) -> float | None:
         return {"max": 1.0, "min": -1.0}.get(self._mode)
 
     def on_trial_add(self, tune_controller, trial) -> None:
-        if not self._metric or self._sign is None:
-            raise ValueError(
-                f"{type(self).__name__} has been instantiated without a valid `metric` "
-                f"({self._metric}) or `mode` ({self._mode}) parameter. Either pass these "
-                "parameters when instantiating the scheduler, or pass them as parameters to "
-                "`tune.TuneConfig()`")
+        super().on_trial_add(tune_controller, trial)
         sizes = np.array([len(b.rungs) for b in self._brackets])
         weights = math.e ** (sizes - sizes.max())
         index = np.random.choice(len(self._brackets), p=weights / weights.sum())

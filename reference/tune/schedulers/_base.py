@@ -42,5 +42,28 @@ class TrialScheduler:
         pass
 
 
+DEFAULT_METRIC = "_metric"
+
+
+class MetricScheduler(TrialScheduler):
+    """A scheduler that compares a metric: a mode without a metric means Ray's anonymous
+    metric, and a trial cannot be added before both are known."""
+
+    def set_search_properties(self, metric, mode, **spec) -> bool:
+        if not super().set_search_properties(metric, mode, **spec):
+            return False
+        if self._metric is None and self._mode:
+            self._metric = DEFAULT_METRIC
+        return True
+
+    def on_trial_add(self, tune_controller, trial) -> None:
+        if not self._metric or self._mode not in ("min", "max"):
+            raise ValueError(
+                f"{type(self).__name__} has been instantiated without a valid `metric` "
+                f"({self._metric}) or `mode` ({self._mode}) parameter. Either pass these "
+                "parameters when instantiating the scheduler, or pass them as parameters to "
+                "`tune.TuneConfig()`")
+
+
 class FIFOScheduler(TrialScheduler):
     """Runs every trial to its end, in the order they were added."""

@@ -15,13 +15,12 @@ import collections
 
 import numpy as np
 
-from reference.tune.schedulers._base import TrialScheduler
+from reference.tune.schedulers._base import MetricScheduler
 
-DEFAULT_METRIC = "_metric"
 WAITING = ("PENDING", "PAUSED")
 
 
-class MedianStoppingRule(TrialScheduler):
+class MedianStoppingRule(MetricScheduler):
     def __init__(self, time_attr: str = "time_total_s", metric: str | None = None,
                  mode: str | None = None, grace_period: float = 60.0,
                  min_samples_required: int = 3, min_time_slice: int = 0,
@@ -36,23 +35,8 @@ class MedianStoppingRule(TrialScheduler):
         self._last_pause: dict = collections.defaultdict(lambda: float("-inf"))
         self._results: dict = collections.defaultdict(list)  # trial id -> results
 
-    def set_search_properties(self, metric, mode, **spec) -> bool:
-        if not super().set_search_properties(metric, mode, **spec):
-            return False
-        if self._metric is None and self._mode:
-            self._metric = DEFAULT_METRIC
-        return True
-
     def _better(self, a: float, b: float) -> float:
         return max(a, b) if self._mode == "max" else min(a, b)
-
-    def on_trial_add(self, tune_controller, trial) -> None:
-        if not self._metric or self._mode is None:
-            raise ValueError(
-                f"{type(self).__name__} has been instantiated without a valid `metric` "
-                f"({self._metric}) or `mode` ({self._mode}) parameter. Either pass these "
-                "parameters when instantiating the scheduler, or pass them as parameters to "
-                "`tune.TuneConfig()`")
 
     def on_trial_result(self, tune_controller, trial, result: dict) -> str:
         if self._time_attr not in result or self._metric not in result:

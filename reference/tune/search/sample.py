@@ -12,6 +12,7 @@ variant generator expands it into one trial per value.
 
 from __future__ import annotations
 
+import abc
 import math
 from typing import Any, Callable, Sequence
 
@@ -34,19 +35,19 @@ def _quantize(value: float, q: float | None) -> float:
     return value if q is None else np.round(value / q) * q
 
 
-class Domain:
-    """A value drawn for each trial."""
+class Domain(abc.ABC):
+    """A value drawn for each trial (subclasses: Float, Integer, Categorical, Function)."""
 
-    def _draw(self, rng: np.random.Generator, config: dict | None):
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _draw(self, rng: np.random.Generator, config: dict | None): ...
 
     def sample(self, config: dict | None = None, size: int = 1, random_state=None):
         rng = _rng(random_state)
         values = [self._draw(rng, config) for _ in range(size)]
         return values[0] if size == 1 else values
 
-    def is_valid(self, value: Any) -> bool:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def is_valid(self, value: Any) -> bool: ...
 
 
 class Float(Domain):
