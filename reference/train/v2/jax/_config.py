@@ -72,9 +72,9 @@ def _jax_has_cuda() -> bool:
 
 
 def setup_jax_distributed(coordinator: str, num_workers: int, rank: int, use_tpu: bool,
-                          use_gpu: bool, gpus_per_worker: float, env_vars: dict) -> str:
-    """On a worker: the platform variables, then jax.distributed.initialize. Returns the
-    platform list it initialised for (for logs and tests)."""
+                          use_gpu: bool, gpus_per_worker: float, env_vars: dict) -> None:
+    """On a worker: the platform variables, then jax.distributed.initialize (Ray's order of
+    platforms: tpu, then cuda, then cpu)."""
     platforms = os.environ.get("JAX_PLATFORMS", "").lower()
     if not platforms and use_tpu:
         platforms = "tpu"
@@ -96,13 +96,14 @@ def setup_jax_distributed(coordinator: str, num_workers: int, rank: int, use_tpu
     import jax
 
     listed = platforms.split(",")
-    if "tpu" in listed or "cpu" in listed and "cuda" not in listed:
+    if "tpu" in listed:
         jax.distributed.initialize(coordinator, num_workers, rank)
     elif "cuda" in listed:
         k = int(gpus_per_worker)
         jax.distributed.initialize(coordinator, num_workers, rank,
                                    list(range(k)) if k > 0 else 0)
-    return platforms
+    elif "cpu" in listed:
+        jax.distributed.initialize(coordinator, num_workers, rank)
 
 
 def shutdown_jax_distributed() -> None:
