@@ -236,23 +236,23 @@ class Dataset:
                          seed: int | None = None, stratify: str | None = None) -> tuple:
         if stratify is not None:
             raise ValueError("train_test_split(stratify=...): not supported by the reference.")
-        ds = self.random_shuffle(seed=seed) if shuffle else self
-        total = ds.count()
-        if isinstance(test_size, float):
-            if not 0 < test_size < 1:
-                raise ValueError(f"train_test_split(test_size={test_size!r}): a float must be "
-                                 "between 0 and 1 (the test fraction).")
-            n_test = int(total * test_size + 0.5)
-        elif isinstance(test_size, int) and not isinstance(test_size, bool):
-            if not 0 < test_size < total:
-                raise ValueError(f"train_test_split(test_size={test_size!r}): an int must be "
-                                 f"between 1 and the row count minus one ({total - 1}).")
-            n_test = test_size
-        else:
+        if isinstance(test_size, bool) or not isinstance(test_size, (int, float)):
             raise TypeError(f"train_test_split(test_size={test_size!r}): expected an int "
                             "(rows) or a float (fraction).")
-        whole = ds.materialize()
+        if isinstance(test_size, float) and not 0 < test_size < 1:
+            raise ValueError(f"train_test_split(test_size={test_size!r}): a float must be "
+                             "between 0 and 1 (the test fraction).")
+        # one execution: the split points come from the materialised blocks
+        whole = (self.random_shuffle(seed=seed) if shuffle else self).materialize()
         counts = [t.num_rows for t in whole._tasks]
+        total = sum(counts)
+        if isinstance(test_size, float):
+            n_test = int(total * test_size + 0.5)
+        elif not 0 < test_size < total:
+            raise ValueError(f"train_test_split(test_size={test_size!r}): an int must be "
+                             f"between 1 and the row count minus one ({total - 1}).")
+        else:
+            n_test = test_size
         cut = total - n_test
         return (MaterializedDataset(P.slice_tasks(whole._tasks, counts, 0, cut)),
                 MaterializedDataset(P.slice_tasks(whole._tasks, counts, cut, total)))
