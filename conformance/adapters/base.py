@@ -102,16 +102,24 @@ class Adapter(abc.ABC):
         return importlib.import_module(f"{self.train.__name__}.{name}")
 
     @property
+    def tune(self):
+        """The module that plays `ray.tune`: `<root>.tune` (`ray.tune`, `reference.tune`)."""
+        return self._beside_train("tune")
+
+    @property
     def data(self):
         """The module that plays `ray.data`: `<root>.data`, root being the package above
         `train` (`ray.data` for `ray.train`, `reference.data` for `reference.train`)."""
+        return self._beside_train("data")
+
+    def _beside_train(self, name: str):
         import importlib
 
         root = self.train.__name__.rpartition(".")[0]
         if not root:
             raise Unsupported(f"adapter {self.name!r}: its train module "
-                              f"{self.train.__name__!r} has no package to hold a data module")
-        return importlib.import_module(f"{root}.data")
+                              f"{self.train.__name__!r} has no package to hold a {name} module")
+        return importlib.import_module(f"{root}.{name}")
 
     @abc.abstractmethod
     def version(self) -> str: ...
