@@ -13,6 +13,10 @@ from typing import Any
 
 _lock = threading.Lock()
 _current: Session | None = None
+_in_tune = False  # this process runs a Tune trial's function (reference.tune sets it)
+
+#: the utilities that name the Tune equivalent when called from a Tune trial's function
+TUNE_REPLACED = ("report", "get_context", "get_checkpoint", "get_preemption_info")
 
 
 class Session(abc.ABC):
@@ -40,9 +44,18 @@ def set_session(session: Session | None) -> None:
         _current = session
 
 
+def set_tune_session(active: bool) -> None:
+    global _in_tune
+    _in_tune = active
+
+
 def get_session(fn_name: str) -> Session:
     with _lock:
         session = _current
+    if session is None and _in_tune and fn_name in TUNE_REPLACED:
+        raise DeprecationWarning(
+            f"`train.{fn_name}` is deprecated when running in a function passed to Tune. "
+            f"Please use the equivalent `tune` API instead (`reference.tune.{fn_name}`).")
     if session is None:
         raise RuntimeError(
             f"`{fn_name}` cannot be used outside of a training function: it was called from "

@@ -1,0 +1,587 @@
+"""The Tune controller: runs an experiment's trials on the cluster, in the driver.
+
+One loop, in the thread that called `Tuner.fit()`:
+
+1. Start trials while a slot is free: the scheduler chooses a PENDING or PAUSED trial (or
+   none, and then the search algorithm gives the next config, which becomes a new trial).
+   A trial gets its resources as a placement (default 1 CPU) and runs `trial_main` in its
+   own simcluster worker process; `max_concurrent_trials` bounds the running ones.
+2. Wait for an event of a trial process: a result (answered at once: CONTINUE, or the
+   process is ended for STOP and PAUSE), its end, its error, or its exit.
+3. Persist the experiment state (for `Tuner.restore`) and show progress.
+
+A trial process is a cluster client of its own when its function runs a Train fit, so when
+the Tuner ends a trial's process (a scheduler's STOP, a PAUSE, the end of the experiment),
+the cluster kills that trial's Train workers and releases their resources at once.
+A failed trial (its function raised or its process died) is restarted from its latest
+checkpoint while `FailureConfig.max_failures` allows; otherwise it ends in ERROR and the
+others go on (unless `fail_fast`).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import os
+import pickle
+import queue
+import secrets
+import shutil
+import signal
+import threading
+import time
+from typing import Any, Optional
+
+from reference.exceptions import RayActorError
+from reference.train import Checkpoint
+from reference.tune._session import TrialStart, trial_main
+from reference.tune.experiment.trial import Trial
+from reference.tune.stopper import as_stopper, flatten
+
+logger = logging.getLogger(__name__)
+
+EXPERIMENT_STATE = "experiment_state.json"
+SEARCHER_STATE = "searcher_state.pkl"
+#: how often the experiment state and a terminal's table are refreshed while trials run
+REFRESH_S = 0.5
+
+
+class _Dispatcher:
+    """Routes a cluster endpoint's worker messages and exits to the controller that started
+    that worker (one per endpoint: the endpoint's callbacks cannot be removed)."""
+
+    _by_endpoint: dict[int, _Dispatcher] = {}
+    _lock = threading.Lock()
+
+    def __init__(self, cluster):
+        self.cluster = cluster
+        self.routes: dict[str, queue.Queue] = {}
+        cluster.on_message(self._message)
+        cluster.on_worker_exit(self._exit)
+
+    @classmethod
+    def of(cls, cluster) -> _Dispatcher:
+        with cls._lock:
+            found = cls._by_endpoint.get(id(cluster))
+            if found is None or found.cluster is not cluster:
+                found = cls._by_endpoint[id(cluster)] = cls(cluster)
+            return found
+
+    def _message(self, worker_id, obj) -> None:
+        target = self.routes.get(worker_id)
+        if target is not None:
+            target.put(("message", worker_id, obj))
+
+    def _exit(self, exit_info) -> None:
+        target = self.routes.pop(exit_info.worker_id, None)
+        if target is not None:
+            target.put(("exit", exit_info.worker_id, exit_info))
+
+
+class _Running:
+    """A trial's live process and the placement it runs in."""
+
+    def __init__(self, trial: Trial, handle, placement):
+        self.trial, self.handle, self.placement = trial, handle, placement
+        self.ended = False       # the trial told us how it ended (done / error)
+
+
+class TuneController:
+    def __init__(self, *, trainable, trainable_name: str, param_space: dict, tune_config,
+                 run_config, experiment_path: str, experiment_name: str, search_alg,
+                 scheduler, trials: Optional[list[Trial]] = None, reporter=None,
+                 experiment_id: Optional[str] = None):
+        self.trainable, self.trainable_name = trainable, trainable_name
+        self.param_space = param_space
+        self.tune_config, self.run_config = tune_config, run_config
+        self.experiment_path, self.experiment_name = experiment_path, experiment_name
+        self.search_alg, self.scheduler = search_alg, scheduler
+        self.trials: list[Trial] = list(trials or [])
+        self.experiment_id = experiment_id or secrets.token_hex(3)[:5]
+        self.stopper = as_stopper(run_config.stop)
+        self.failure_config = run_config.failure_config
+        self.checkpoint_config = run_config.checkpoint_config
+        self.callbacks = list(run_config.callbacks or [])
+        self.reporter = reporter
+        self.events: queue.Queue = queue.Queue()
+        self.running: dict[str, _Running] = {}      # worker id -> process
+        self.iteration = 0
+        self.fail_fast_error: Optional[BaseException] = None
+        self._stop_all = False
+        self._saved_at = 0.0
+        self._search_finished = False
+        self._idle_reason = "full"
+
+    # -- what schedulers and searchers may call -----------------------------------------
+    def get_trials(self) -> list[Trial]:
+        return list(self.trials)
+
+    def get_live_trials(self) -> list[Trial]:
+        return [t for t in self.trials if not t.is_finished()]
+
+    def stop_trial(self, trial: Trial) -> None:
+        """End a trial as TERMINATED (a scheduler's or stopper's decision)."""
+        if trial.is_finished():
+            return
+        if trial.status == Trial.RUNNING:
+            flat = flatten(trial.last_result)
+            self.scheduler.on_trial_complete(self, trial, flat)
+            self.search_alg.on_trial_complete(trial.trial_id, result=flat)
+        else:
+            self.scheduler.on_trial_remove(self, trial)
+            self.search_alg.on_trial_complete(trial.trial_id)
+        self._end_process(trial)
+        self._set_status(trial, Trial.TERMINATED)
+        if trial.results:
+            trial.last_result = {**trial.last_result, "done": True}
+        self._call("on_trial_complete", trial=trial)
+
+    def pause_trial(self, trial: Trial, should_checkpoint: bool = True) -> None:
+        """End a running trial's process; it resumes later from its latest checkpoint
+        (a function trainable's state is what it reported)."""
+        if trial.status not in (Trial.RUNNING, Trial.PENDING):
+            return
+        self._end_process(trial)
+        if trial.restore_from is None:
+            trial.restore_from = trial.checkpoint
+        self._set_status(trial, Trial.PAUSED)
+
+    def unpause_trial(self, trial: Trial) -> None:
+        if trial.status == Trial.PAUSED:
+            self._set_status(trial, Trial.PENDING)
+
+    # -- the loop ---------------------------------------------------------------------------
+    def run(self, cluster) -> list[Trial]:
+        self.cluster = cluster
+        self.dispatcher = _Dispatcher.of(cluster)
+        deadline = (None if not self.tune_config.time_budget_s
+                    else time.monotonic() + self.tune_config.time_budget_s)
+        for cb in self.callbacks:
+            cb.setup(stop=self.run_config.stop, num_samples=self.tune_config.num_samples)
+        try:
+            while True:
+                self._start_trials()
+                if self._done():
+                    break
+                timeout = REFRESH_S
+                if deadline is not None:
+                    timeout = min(timeout, max(0.0, deadline - time.monotonic()))
+                self._handle_events(timeout)
+                if deadline is not None and time.monotonic() >= deadline:
+                    logger.info("Reached the time budget of %ss: stopping every trial.",
+                                self.tune_config.time_budget_s)
+                    self._stop_everything()
+                self.iteration += 1
+                self._save(throttle=True)
+                if self.reporter:
+                    self.reporter.refresh(self.trials)
+        finally:
+            self._shutdown()
+        self._call("on_experiment_end")
+        return self.trials
+
+    def _done(self) -> bool:
+        if self._stop_all:
+            return not self.running
+        if self.running:
+            return False
+        waiting = [t for t in self.trials if t.status in (Trial.PENDING, Trial.PAUSED)]
+        if waiting:
+            if self._idle_reason == "no-candidate":
+                from reference.tune.error import TuneError
+
+                raise TuneError(
+                    f"There are paused or pending trials ({', '.join(map(str, waiting))}) but "
+                    "the scheduler chose none to run and no trial is running.")
+            return False
+        return self._search_finished or self.search_alg.is_finished()
+
+    def _start_trials(self) -> None:
+        from simcluster import PlacementTimeout, Unschedulable
+
+        limit = self.tune_config.max_concurrent_trials
+        self._idle_reason = "full"
+        while not self._stop_all:
+            if limit is not None and len(self.running) >= limit:
+                return
+            trial = self.scheduler.choose_trial_to_run(self)
+            if trial is None:
+                if not self._add_trial():
+                    self._idle_reason = "no-candidate"
+                    return
+                continue
+            try:
+                placement = self.cluster.place([trial.resources], "PACK", timeout_s=0)
+            except PlacementTimeout:
+                return  # wait for a trial (or a Train run inside one) to free resources
+            except (Unschedulable, ValueError) as exc:
+                self._fail_for_good(trial, RuntimeError(
+                    f"Trial {trial} requests resources {trial.resources} that no node of the "
+                    f"cluster can hold: {exc}. Use tune.with_resources(...) with less."))
+                continue
+            self._launch(trial, placement)
+
+    def _add_trial(self) -> bool:
+        if self._search_finished or self.search_alg.is_finished():
+            self._search_finished = True
+            return False
+        index = len(self.trials)
+        trial_id = f"{self.experiment_id}_{index:05d}"
+        config = self.search_alg.next_config(trial_id)
+        if config is None:
+            self._search_finished = self.search_alg.is_finished()
+            return False
+        trial = Trial(self.trainable_name, trial_id, config,
+                      experiment_tag=f"{index}" + (f"_{tag}" if (tag := _tag(
+                          self.param_space, config)) else ""),
+                      resources=self._resources(config), experiment_path=self.experiment_path)
+        creator = self.tune_config.trial_dirname_creator
+        stamp = time.strftime("%Y-%m-%d_%H-%M-%S")
+        trial.dir_name = (creator(trial) if creator
+                          else f"{trial.name}_{trial.experiment_tag}"[:120] + f"_{stamp}")
+        name_creator = self.tune_config.trial_name_creator
+        if name_creator is not None:
+            trial.custom_name = str(name_creator(trial))
+        self.trials.append(trial)
+        self.scheduler.on_trial_add(self, trial)
+        self._write_params(trial)
+        return True
+
+    def _resources(self, config: dict) -> dict:
+        wanted = getattr(self.trainable, "_tune_resources", None)
+        if callable(wanted):
+            wanted = wanted(config)
+        return normalize_resources(wanted) if wanted is not None else {"CPU": 1.0}
+
+    def _launch(self, trial: Trial, placement) -> None:
+        restore = trial.restore_from
+        trial.restore_from = None
+        iteration, time_total = 0, 0.0
+        if restore is not None:
+            metrics = self._checkpoint_metrics(restore)
+            iteration = metrics.get("training_iteration", 0)
+            time_total = metrics.get("time_total_s", 0.0)
+        trial.iteration, trial.time_total_s = iteration, time_total
+        start = TrialStart(
+            fn=self.trainable, config=trial.config, trial_id=trial.trial_id,
+            trial_name=getattr(trial, "custom_name", trial.name), trial_dir=trial.path,
+            experiment_name=self.experiment_name, experiment_path=self.experiment_path,
+            resources=dict(trial.resources), restore_path=restore.path if restore else None,
+            checkpoint_index=trial.checkpoint_index, iteration=iteration,
+            time_total_s=time_total)
+        try:
+            handle = self.cluster.start_worker(
+                placement.node_ids[0], trial_main, args=(start,), bundle=placement[0],
+                env={"TUNE_ORIG_WORKING_DIR": os.getcwd()}, name=f"tune:{trial.name}")
+        except Exception as exc:  # noqa: BLE001 - a start that failed is a trial failure
+            placement.release()
+            self._set_status(trial, Trial.RUNNING)
+            self._failed(trial, RayActorError(f"Starting the process of trial {trial} "
+                                              f"failed: {exc}"), None)
+            return
+        # Routed before the trial may speak: its process waits for GO first.
+        self.dispatcher.routes[handle.id] = self.events
+        self.running[handle.id] = _Running(trial, handle, placement)
+        self._set_status(trial, Trial.RUNNING)
+        self._call("on_trial_start", trial=trial)
+        if handle.exit is not None:  # it died before its route was in place
+            self.events.put(("exit", handle.id, handle.exit))
+        else:
+            self.cluster.send(handle.id, "GO")
+
+    def _checkpoint_metrics(self, checkpoint: Checkpoint) -> dict:
+        for trial in self.trials:
+            for ckpt, metrics in trial.checkpoints:
+                if ckpt.path == checkpoint.path:
+                    return metrics
+        return {}
+
+    # -- events -----------------------------------------------------------------------------
+    def _handle_events(self, timeout: float) -> None:
+        try:
+            event = self.events.get(timeout=timeout)
+        except queue.Empty:
+            return
+        while True:
+            self._handle(*event)
+            try:
+                event = self.events.get_nowait()
+            except queue.Empty:
+                return
+
+    def _handle(self, kind: str, worker_id: str, payload) -> None:
+        proc = self.running.get(worker_id)
+        if proc is None:
+            return  # a process this controller already ended
+        trial = proc.trial
+        if kind == "exit":
+            self._forget(worker_id)
+            if not proc.ended:
+                why = (f"exit code {payload.code}" if payload.code is not None
+                       else f"signal {payload.signal}")
+                self._failed(trial, RayActorError(
+                    f"The process of trial {trial} died unexpectedly ({why}, "
+                    f"{payload.reason})."), None)
+            return
+        tag = payload[0]
+        if tag == "result":
+            self._on_result(proc, worker_id, payload[1], payload[2])
+        elif tag == "done":
+            proc.ended = True
+            self._ack_and_end(worker_id)
+            if trial.status == Trial.RUNNING:
+                self.stop_trial(trial)
+        elif tag == "error":
+            proc.ended = True
+            error = payload[1]
+            if error is not None and hasattr(error, "as_instanceof_cause"):
+                error = error.as_instanceof_cause()
+            self._ack_and_end(worker_id)
+            self._failed(trial, error or RuntimeError(payload[2]), payload[2])
+
+    def _on_result(self, proc: _Running, worker_id: str, result: dict,
+                   dir_name: Optional[str]) -> None:
+        trial = proc.trial
+        trial.results.append(result)
+        trial.last_result = result
+        trial.iteration = result["training_iteration"]
+        trial.time_total_s = result["time_total_s"]
+        self._append_result_files(trial, result)
+        if dir_name is not None:
+            checkpoint = Checkpoint(os.path.join(trial.path, dir_name))
+            trial.checkpoints.append((checkpoint, result))
+            trial.checkpoint_index = int(dir_name.rsplit("_", 1)[1]) + 1
+            self._apply_retention(trial)
+            self._call("on_checkpoint", trial=trial, checkpoint=checkpoint)
+        flat = flatten(result)
+        if self.stopper is not None and (self.stopper(trial.trial_id, result)
+                                         or self.stopper.stop_all()):
+            decision = "STOP"
+            if self.stopper.stop_all():
+                self._stop_all = True
+        else:
+            decision = self.scheduler.on_trial_result(self, trial, flat)
+        if decision != "STOP":
+            self.search_alg.on_trial_result(trial.trial_id, flat)
+        self._call("on_trial_result", trial=trial, result=result)
+        if self.reporter:
+            self.reporter.on_result(trial, result)
+        if decision == "CONTINUE":
+            self.cluster.send(worker_id, "CONTINUE")
+        elif decision == "STOP":
+            self.stop_trial(trial)
+        elif decision == "PAUSE":
+            self.pause_trial(trial)
+        elif decision != "NOOP":
+            raise ValueError(f"Invalid decision: {decision}")
+        elif trial.status == Trial.RUNNING:
+            self.cluster.send(worker_id, "CONTINUE")
+        if self._stop_all:
+            self._stop_everything()
+
+    def _failed(self, trial: Trial, error: BaseException, text: Optional[str]) -> None:
+        self._end_process(trial)
+        trial.num_failures += 1
+        max_failures = self.failure_config.max_failures
+        if not self._stop_all and (max_failures < 0 or trial.num_failures <= max_failures):
+            logger.info("Trial %s failed (%s); restarting it (failure %d of %s allowed)%s.",
+                        trial, error, trial.num_failures,
+                        "unlimited" if max_failures < 0 else max_failures,
+                        " from its latest checkpoint" if trial.checkpoint else "")
+            trial.restore_from = trial.checkpoint
+            self._set_status(trial, Trial.PENDING)
+            self._call("on_trial_recover", trial=trial)
+            return
+        self._fail_for_good(trial, error, text)
+
+    def _fail_for_good(self, trial: Trial, error: BaseException,
+                       text: Optional[str] = None) -> None:
+        self.scheduler.on_trial_error(self, trial)
+        self.search_alg.on_trial_complete(trial.trial_id, error=True)
+        trial.error = error
+        trial.error_text = text or f"{type(error).__name__}: {error}"
+        self._write_error(trial)
+        self._set_status(trial, Trial.ERROR)
+        self._call("on_trial_error", trial=trial)
+        if self.failure_config.fail_fast:
+            self.fail_fast_error = error
+            self._stop_everything()
+
+    # -- processes --------------------------------------------------------------------------
+    def _ack_and_end(self, worker_id: str) -> None:
+        try:
+            self.cluster.send(worker_id, "ACK")
+        except Exception:  # noqa: BLE001 - it may be gone already
+            pass
+
+    def _end_process(self, trial: Trial) -> None:
+        for worker_id, proc in list(self.running.items()):
+            if proc.trial is trial:
+                self._forget(worker_id)
+                if not proc.ended:
+                    self.cluster.kill_worker(worker_id, signal.SIGKILL)
+
+    def _forget(self, worker_id: str) -> None:
+        proc = self.running.pop(worker_id, None)
+        self.dispatcher.routes.pop(worker_id, None)
+        if proc is not None:
+            proc.placement.release()
+
+    def _stop_everything(self) -> None:
+        self._stop_all = True
+        for trial in self.trials:
+            if trial.status in (Trial.RUNNING, Trial.PENDING, Trial.PAUSED) and \
+                    not self.fail_fast_error:
+                self.stop_trial(trial)
+            elif trial.status == Trial.RUNNING:
+                self._end_process(trial)
+
+    def _shutdown(self) -> None:
+        for worker_id in list(self.running):
+            proc = self.running[worker_id]
+            self._forget(worker_id)
+            if not proc.ended:
+                self.cluster.kill_worker(worker_id, signal.SIGKILL)
+        self._save()
+
+    def _set_status(self, trial: Trial, status: str) -> None:
+        trial.status = status
+        if self.reporter:
+            self.reporter.on_status(trial)
+
+    def _call(self, hook: str, **kwargs) -> None:
+        for cb in self.callbacks:
+            getattr(cb, hook)(iteration=self.iteration, trials=self.trials, **kwargs)
+
+    # -- files ------------------------------------------------------------------------------
+    def _write_params(self, trial: Trial) -> None:
+        os.makedirs(trial.path, exist_ok=True)
+        with open(os.path.join(trial.path, "params.json"), "w") as f:
+            json.dump(trial.config, f, indent=2, sort_keys=True, default=repr)
+        try:
+            import cloudpickle
+
+            with open(os.path.join(trial.path, "params.pkl"), "wb") as f:
+                cloudpickle.dump(trial.config, f)
+        except Exception:  # noqa: BLE001 - an unpicklable config only lacks params.pkl
+            logger.debug("config of %s is not picklable", trial)
+
+    def _append_result_files(self, trial: Trial, result: dict) -> None:
+        with open(os.path.join(trial.path, "result.json"), "a") as f:
+            f.write(json.dumps(result, default=repr) + "\n")
+        path = os.path.join(trial.path, "progress.csv")
+        row = {k: v for k, v in flatten(result).items()}
+        new = not os.path.exists(path)
+        if new:
+            trial.csv_fields = list(row)
+        fields = getattr(trial, "csv_fields", None) or _csv_header(path) or list(row)
+        trial.csv_fields = fields
+        with open(path, "a", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+            if new:
+                writer.writeheader()
+            writer.writerow(row)
+
+    def _write_error(self, trial: Trial) -> None:
+        with open(os.path.join(trial.path, "error.txt"), "w") as f:
+            f.write(trial.error_text or "")
+        try:
+            with open(os.path.join(trial.path, "error.pkl"), "wb") as f:
+                pickle.dump(trial.error, f)
+        except Exception:  # noqa: BLE001 - the text is kept either way
+            pass
+
+    def _apply_retention(self, trial: Trial) -> None:
+        keep = self.checkpoint_config.num_to_keep
+        if keep is None or len(trial.checkpoints) <= keep:
+            return
+        latest = trial.checkpoints[-1]
+        attr = self.checkpoint_config.checkpoint_score_attribute
+        ranked = list(trial.checkpoints)
+        if attr is not None:
+            sign = 1 if self.checkpoint_config.checkpoint_score_order == "max" else -1
+            ranked.sort(key=lambda pair: sign * flatten(pair[1]).get(attr, float("-inf")))
+        while len(ranked) > keep:
+            worst = next(pair for pair in ranked if pair is not latest)
+            ranked.remove(worst)
+            trial.checkpoints.remove(worst)
+            shutil.rmtree(worst[0].path, ignore_errors=True)
+
+    def _save(self, throttle: bool = False) -> None:
+        now = time.monotonic()
+        if throttle and now - self._saved_at < REFRESH_S:
+            return
+        self._saved_at = now
+        state = {"experiment_id": self.experiment_id, "timestamp": time.time(),
+                 "trials": [t.state() for t in self.trials]}
+        path = os.path.join(self.experiment_path, EXPERIMENT_STATE)
+        staging = path + ".tmp"
+        with open(staging, "w") as f:
+            json.dump(state, f, default=repr)
+        os.replace(staging, path)
+        try:
+            search_state = self.search_alg.get_state()
+        except Exception:  # noqa: BLE001 - a searcher without state restarts its search
+            return
+        staging = os.path.join(self.experiment_path, SEARCHER_STATE + ".tmp")
+        with open(staging, "wb") as f:
+            import cloudpickle
+
+            cloudpickle.dump(search_state, f)
+        os.replace(staging, os.path.join(self.experiment_path, SEARCHER_STATE))
+
+
+def _csv_header(path: str) -> Optional[list]:
+    try:
+        with open(path, newline="") as f:
+            return next(csv.reader(f), None)
+    except OSError:
+        return None
+
+
+def _tag(param_space: dict, config: dict) -> str:
+    """Ray's experiment tag: `name=value` of each searched leaf (last key), sorted, floats
+    with 4 decimals, other characters than [a-zA-Z0-9_-] made `_`."""
+    import re
+
+    from reference.tune.search.variant_generator import _leaves
+
+    def clean(value: Any) -> str:
+        if isinstance(value, float):
+            return f"{value:.4f}"
+        return re.sub(r"[^a-zA-Z0-9_-]+", "_", str(value)).strip("_")
+
+    from reference.tune.search.sample import Domain
+
+    pairs = []
+    for path, leaf in _leaves(param_space):
+        searched = isinstance(leaf, Domain) or (isinstance(leaf, dict)
+                                                and set(leaf) == {"grid_search"})
+        if not searched:
+            continue
+        value: Any = config
+        for key in path:
+            value = value[key]
+        pairs.append((path, value))
+    return ",".join(f"{clean(path[-1])}={clean(v)}" for path, v in sorted(
+        pairs, key=lambda pair: tuple(map(str, pair[0]))))
+
+
+def normalize_resources(resources) -> dict:
+    """`{"cpu": 2, "gpu": 1, "custom": 1}` -> `{"CPU": 2.0, "GPU": 1.0, "custom": 1.0}`."""
+    if hasattr(resources, "required_resources"):  # a PlacementGroupFactory
+        resources = resources.required_resources
+    if not isinstance(resources, dict):
+        raise ValueError(f"with_resources(resources={resources!r}): expected a dict such as "
+                         "{'cpu': 1, 'gpu': 0}, a PlacementGroupFactory, or a function of the "
+                         "config returning one.")
+    out = {}
+    for key, value in resources.items():
+        name = {"cpu": "CPU", "gpu": "GPU", "memory": "memory"}.get(key, key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ValueError(f"with_resources(resources={resources!r}): {key!r} must be a "
+                             "number >= 0.")
+        if value:
+            out[name] = float(value)
+    return out or {"CPU": 0.0}

@@ -1,0 +1,33 @@
+"""`tune.Callback`: hooks the Tuner calls on the driver as trials start, report and end."""
+
+from __future__ import annotations
+
+
+class Callback:
+    """Override the hooks you need; each default does nothing. `iteration` counts the
+    controller's loop steps; `trials` is every trial so far."""
+
+    def setup(self, **info) -> None:
+        pass
+
+    def on_trial_start(self, iteration: int, trials: list, trial, **info) -> None:
+        pass
+
+    def on_trial_result(self, iteration: int, trials: list, trial, result: dict,
+                        **info) -> None:
+        pass
+
+    def on_trial_complete(self, iteration: int, trials: list, trial, **info) -> None:
+        pass
+
+    def on_trial_error(self, iteration: int, trials: list, trial, **info) -> None:
+        pass
+
+    def on_trial_recover(self, iteration: int, trials: list, trial, **info) -> None:
+        pass
+
+    def on_checkpoint(self, iteration: int, trials: list, trial, checkpoint, **info) -> None:
+        pass
+
+    def on_experiment_end(self, trials: list, **info) -> None:
+        pass

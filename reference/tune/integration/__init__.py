@@ -1,0 +1,1 @@
+"""Integrations of Tune with other libraries (`ray_train`: Train runs inside trials)."""

@@ -1,0 +1,85 @@
+"""`tune.Result`: one trial's outcome (Ray's `ray.tune.Result`, i.e. `ray.air.Result`)."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pandas as pd
+import pyarrow.fs
+
+from reference.train import Checkpoint
+from reference.train._result import Result as _TrainResult
+
+
+@dataclass
+class Result(_TrainResult):
+    """Attributes: `metrics` (the trial's last result, Tune's auto keys included),
+    `checkpoint` (its latest checkpoint), `error` (what ended it in ERROR, else None),
+    `path` (the trial folder), `metrics_dataframe` (one row per result), `best_checkpoints`
+    (`(Checkpoint, metrics)` pairs on storage, oldest first) and `config`."""
+
+    config: Optional[dict] = None
+
+    @classmethod
+    def from_path(cls, path, storage_filesystem=None) -> Result:
+        """Rebuild a trial's Result from its folder (`params.json`, `result.json`, and its
+        `checkpoint_*` folders)."""
+        path = os.fspath(path)
+        if not os.path.isdir(path):
+            raise RuntimeError(f"Trial folder {path} doesn't exist.")
+        results = []
+        if os.path.exists(os.path.join(path, "result.json")):
+            with open(os.path.join(path, "result.json")) as f:
+                results = [json.loads(line) for line in f if line.strip()]
+        config = None
+        if os.path.exists(os.path.join(path, "params.json")):
+            with open(os.path.join(path, "params.json")) as f:
+                config = json.load(f)
+        best = [(Checkpoint(os.path.join(path, r["checkpoint_dir_name"])), r)
+                for r in results if r.get("checkpoint_dir_name")
+                and os.path.isdir(os.path.join(path, r["checkpoint_dir_name"]))]
+        error = None
+        if os.path.exists(os.path.join(path, "error.txt")):
+            with open(os.path.join(path, "error.txt")) as f:
+                from reference.tune.error import TuneError
+
+                error = TuneError(f.read())
+        return cls(metrics=results[-1] if results else {},
+                   checkpoint=best[-1][0] if best else None, error=error, path=path,
+                   metrics_dataframe=_frame(results), best_checkpoints=best,
+                   _storage_filesystem=storage_filesystem or pyarrow.fs.LocalFileSystem(),
+                   config=config)
+
+    def __repr__(self) -> str:
+        shown = {k: v for k, v in (self.metrics or {}).items() if k not in _AUTO_KEYS}
+        return (f"Result(metrics={shown!r}, path={self.path!r}, "
+                f"checkpoint={self.checkpoint!r}" + (f", error={self.error!r}" if self.error
+                                                     else "") + ")")
+
+
+_AUTO_KEYS = {"timestamp", "checkpoint_dir_name", "done", "training_iteration", "trial_id",
+              "date", "time_this_iter_s", "time_total_s", "pid", "hostname", "node_ip",
+              "config", "time_since_restore", "iterations_since_restore", "experiment_tag",
+              "should_checkpoint"}
+
+
+def _frame(results: list[dict]) -> Optional[pd.DataFrame]:
+    if not results:
+        return None
+    from reference.tune.stopper import flatten
+
+    return pd.DataFrame([flatten(r) for r in results])
+
+
+def trial_result(trial) -> Result:
+    """The Result of a trial the controller ran."""
+    metrics: dict[str, Any] = dict(trial.last_result)
+    if metrics:
+        metrics["experiment_tag"] = trial.experiment_tag
+    return Result(metrics=metrics, checkpoint=trial.checkpoint, error=trial.error,
+                  path=trial.path, metrics_dataframe=_frame(trial.results),
+                  best_checkpoints=list(trial.checkpoints),
+                  _storage_filesystem=pyarrow.fs.LocalFileSystem(), config=trial.config)
