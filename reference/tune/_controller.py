@@ -45,6 +45,8 @@ EXPERIMENT_STATE = "experiment_state.json"
 SEARCHER_STATE = "searcher_state.pkl"
 #: how often the experiment state and a terminal's table are refreshed while trials run
 REFRESH_S = 0.5
+#: how long ending a trial waits for its process to be gone
+EXIT_WAIT_S = 10.0
 
 
 class _Dispatcher:
@@ -416,11 +418,18 @@ class TuneController:
             pass
 
     def _end_process(self, trial: Trial) -> None:
+        """Kill the trial's process and wait for its exit: by then the cluster has killed the
+        Train workers the trial started and released their resources (they belong to it)."""
         for worker_id, proc in list(self.running.items()):
             if proc.trial is trial:
                 self._forget(worker_id)
                 if not proc.ended:
                     self.cluster.kill_worker(worker_id, signal.SIGKILL)
+                try:
+                    proc.handle.wait(EXIT_WAIT_S)
+                except TimeoutError:
+                    logger.warning("The process of trial %s did not exit within %s s of "
+                                   "SIGKILL.", trial, EXIT_WAIT_S)
 
     def _forget(self, worker_id: str) -> None:
         proc = self.running.pop(worker_id, None)
@@ -438,11 +447,8 @@ class TuneController:
                 self._end_process(trial)
 
     def _shutdown(self) -> None:
-        for worker_id in list(self.running):
-            proc = self.running[worker_id]
-            self._forget(worker_id)
-            if not proc.ended:
-                self.cluster.kill_worker(worker_id, signal.SIGKILL)
+        for proc in list(self.running.values()):
+            self._end_process(proc.trial)
         self._save()
 
     def _set_status(self, trial: Trial, status: str) -> None:

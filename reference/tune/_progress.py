@@ -94,7 +94,7 @@ class ProgressReporter:
     def table(self, trials: list) -> list[str]:
         counts = Counter(t.status for t in trials)
         elapsed = time.monotonic() - self._start
-        head = (f"Trial status: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+        head = ("Trial status: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
                 + f" | {self.experiment_name} | {elapsed:.0f} s")
         columns = ["Trial name", "status", *self.searched, "iter", self.metric or ""]
         rows = []

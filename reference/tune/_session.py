@@ -28,6 +28,9 @@ from reference.train import Checkpoint
 
 logger = logging.getLogger(__name__)
 
+#: the variable reference.train reads to know it runs inside a Tune trial (see trial_main)
+TUNE_TRIAL_ENV = "TRAINSPEC_TUNE_TRIAL_ID"
+
 _lock = threading.Lock()
 _current: Optional[TrialSession] = None
 
@@ -178,14 +181,13 @@ def trial_main(start: TrialStart) -> None:
     ended, and wait for the Tuner to have read that before exiting."""
     from simcluster import worker
 
-    from reference.train._internal import session as train_session
-
     channel = worker.channel()
     channel.recv()  # GO: the Tuner is listening
     os.makedirs(start.trial_dir, exist_ok=True)
     os.chdir(start.trial_dir)
     _set(TrialSession(start, channel))
-    train_session.set_tune_session(True)
+    # what makes reference.train's report/get_context/... name their Tune equivalents here
+    os.environ[TUNE_TRIAL_ENV] = start.trial_id
     try:
         start.fn(start.config)
     except BaseException as exc:  # noqa: BLE001 - the Tuner records any error of a trial

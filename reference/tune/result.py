@@ -11,7 +11,7 @@ import pandas as pd
 import pyarrow.fs
 
 from reference.train import Checkpoint
-from reference.train._result import Result as _TrainResult
+from reference.train import Result as _TrainResult
 
 
 @dataclass

@@ -60,20 +60,15 @@ class Tuner:
         from reference.tune._progress import ProgressReporter
         from reference.tune.result_grid import ResultGrid
         from reference.tune.schedulers import FIFOScheduler
+        from reference.tune.search.search_generator import prepare_search_alg
 
         tc, rc = self.tune_config, self.run_config
         if rc.failure_config.fail_fast and rc.failure_config.max_failures != 0:
             raise ValueError("max_failures must be 0 if fail_fast=True.")
         scheduler = tc.scheduler or FIFOScheduler()
-        search_alg = self._search_alg()
-        if self._restored is None and self.param_space and not search_alg.set_search_properties(
-                tc.metric, tc.mode, self.param_space) and _has_domains(self.param_space):
-            raise ValueError(
-                "You passed a `param_space` parameter to `Tuner()` with unresolved "
-                "parameters, but the search algorithm was already instantiated with a search "
-                "space. Make sure that `config` does not contain any more parameter "
-                "definitions - include them in the search algorithm's search space if "
-                "necessary.")
+        search_alg = prepare_search_alg(tc.search_alg, metric=tc.metric, mode=tc.mode,
+                                        param_space=self.param_space,
+                                        max_concurrent_trials=tc.max_concurrent_trials)
         if not scheduler.set_search_properties(tc.metric, tc.mode):
             raise ValueError(
                 "You passed a `metric` or `mode` argument to `Tuner()`, but the scheduler you "
@@ -93,6 +88,7 @@ class Tuner:
             if self._restored.get("searcher_state") is not None:
                 search_alg.set_state(self._restored["searcher_state"])
             trials, experiment_id = self._restored["trials"], self._restored["experiment_id"]
+            _prepare_resume(trials, *self._restored["resume"])
             for trial in trials:
                 if not trial.is_finished():
                     scheduler.on_trial_add(None, trial)
@@ -113,36 +109,6 @@ class Tuner:
             raise controller.fail_fast_error
         self._results = ResultGrid(trials, path, tc.metric, tc.mode)
         return self._results
-
-    def _search_alg(self):
-        from reference.tune.search import (
-            BasicVariantGenerator,
-            ConcurrencyLimiter,
-            SearchGenerator,
-            Searcher,
-        )
-
-        tc = self.tune_config
-        search_alg, limit = tc.search_alg, tc.max_concurrent_trials
-        if isinstance(search_alg, str):
-            from reference.tune.search import create_searcher
-
-            search_alg = create_searcher(search_alg)
-        if search_alg is None:
-            return BasicVariantGenerator(max_concurrent=limit or 0)
-        if limit:
-            if isinstance(search_alg, ConcurrencyLimiter):
-                if search_alg.max_concurrent != limit:
-                    raise ValueError(
-                        f"You have specified `max_concurrent_trials={limit}`, but the "
-                        "`search_alg` is already a `ConcurrencyLimiter` with `max_concurrent="
-                        f"{search_alg.max_concurrent}. FIX THIS by setting "
-                        "`max_concurrent_trials=None`.")
-            elif isinstance(search_alg, Searcher):
-                search_alg = ConcurrencyLimiter(search_alg, max_concurrent=limit)
-        if isinstance(search_alg, Searcher):
-            search_alg = SearchGenerator(search_alg)
-        return search_alg
 
     def get_results(self):
         """The ResultGrid of the last `fit()` (or of a restored experiment)."""
@@ -204,22 +170,8 @@ class Tuner:
             with open(os.path.join(path, SEARCHER_STATE), "rb") as f:
                 searcher_state = pickle.load(f)
         for trial in trials:
-            if trial.status == Trial.ERROR and (resume_errored or restart_errored):
-                trial.status, trial.error, trial.error_text = Trial.PENDING, None, None
-                trial.num_failures = 0
-                trial.restore_from = trial.checkpoint if resume_errored else None
-                if restart_errored:
-                    trial.results, trial.last_result, trial.checkpoints = [], {}, []
-            elif trial.status == Trial.ERROR:
-                from reference.tune.error import TuneError as _Err
-
-                trial.error = _Err(trial.error_text or "the trial errored")
-            elif not trial.is_finished():
-                if resume_unfinished:
-                    trial.status = Trial.PENDING
-                    trial.restore_from = trial.restore_from or trial.checkpoint
-                else:
-                    trial.status = Trial.TERMINATED
+            if trial.status == Trial.ERROR:
+                trial.error = TuneError(trial.error_text or "the trial errored")
         space = saved["param_space"]
         if param_space is not None:
             space = {**space, **param_space}
@@ -227,7 +179,27 @@ class Tuner:
                    run_config=saved["run_config"],
                    _restored={"name": saved["name"], "path": path, "trials": trials,
                               "experiment_id": experiment_id,
-                              "searcher_state": searcher_state})
+                              "searcher_state": searcher_state,
+                              "resume": (resume_unfinished, resume_errored, restart_errored)})
+
+
+def _prepare_resume(trials: list, resume_unfinished: bool, resume_errored: bool,
+                    restart_errored: bool) -> None:
+    """What `Tuner.restore`'s flags do to the loaded trials when the experiment goes on."""
+    for trial in trials:
+        if trial.status == Trial.ERROR and (resume_errored or restart_errored):
+            trial.status, trial.error, trial.error_text = Trial.PENDING, None, None
+            trial.num_failures = 0
+            trial.restore_from = trial.checkpoint if resume_errored else None
+            if restart_errored:
+                trial.results, trial.last_result, trial.checkpoints = [], {}, []
+                trial.iteration, trial.time_total_s = 0, 0.0
+        elif not trial.is_finished():
+            if resume_unfinished:
+                trial.status = Trial.PENDING
+                trial.restore_from = trial.restore_from or trial.checkpoint
+            else:
+                trial.status = Trial.TERMINATED
 
 
 def _trainable_name(trainable) -> str:
@@ -266,15 +238,6 @@ def _as_tune_run_config(run_config) -> RunConfig:
                          failure_config=FailureConfig(max_failures=failure.max_failures)
                          if failure else None)
     raise TypeError(f"Tuner(run_config={run_config!r}): expected a tune.RunConfig.")
-
-
-def _has_domains(space) -> bool:
-    from reference.tune.search.sample import Domain
-    from reference.tune.search.variant_generator import _leaves
-
-    return any(isinstance(leaf, Domain) or (isinstance(leaf, dict)
-                                            and set(leaf) == {"grid_search"})
-               for _, leaf in _leaves(space))
 
 
 def _searched_keys(space) -> list[str]:

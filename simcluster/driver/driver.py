@@ -55,6 +55,7 @@ class Driver(NodeOps, WorkerOps):
         self.starting: dict[str, NodeRec] = {}
         self.workers: dict = {}
         self.owners: dict[str, object] = {}       # placement id -> owner
+        self.worker_clients: dict[str, list] = {}  # worker id -> clients opened inside it
         self._node_ids, self._worker_ids = itertools.count(), itertools.count()
         self.closed = False
         self.loop = Loop(self.listener, self.secret, on_auth=self._on_auth,
@@ -134,7 +135,10 @@ class Driver(NodeOps, WorkerOps):
         if conn.role == "worker":
             return self._worker_authenticated(conn)
         if conn.role == "client":
-            conn.data = ClientSession(self, conn)
+            conn.data = ClientSession(self, conn, conn.ident.partition(" ")[2] or None)
+            if conn.data.worker_id:
+                with self.lock:
+                    self.worker_clients.setdefault(conn.data.worker_id, []).append(conn.data)
             return True
         node_id, _, pid = conn.ident.partition(" ")
         with self.cond:
@@ -171,6 +175,13 @@ class Driver(NodeOps, WorkerOps):
             self._finalize(conn.data)
         elif conn.role == "client":
             conn.data.closed()
+            if conn.data.worker_id:
+                with self.lock:
+                    clients = self.worker_clients.get(conn.data.worker_id, [])
+                    if conn.data in clients:
+                        clients.remove(conn.data)
+                    if not clients:
+                        self.worker_clients.pop(conn.data.worker_id, None)
         else:
             self._node_down(conn.data)
 

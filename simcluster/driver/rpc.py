@@ -5,7 +5,10 @@ short-lived thread each, since some block (`place` waits for resources, `start_w
 the fork); the reply goes back as a `reply` frame with the call's id. The client owns what it
 creates: its workers' messages and exits are forwarded to it as raw payloads (unpickled only
 by the client), and when it disconnects its workers are SIGKILLed and its placements
-released, as a driver's resources are when a driver goes away. `send` frames are forwarded to
+released, as a driver's resources are when a driver goes away. A client opened inside a worker
+(SIMCLUSTER_WORKER_ID set; e.g. a Tune trial that runs a Train fit) is owned by that worker:
+when the worker exits, the client's workers are killed and its placements released before
+the worker's exit is reported, so whoever sees the exit finds the resources free. `send` frames are forwarded to
 the worker on the event-loop thread without a reply, so they keep their order; so do calls
 with no id (kill_worker, release: they never block), which are thus applied before any call
 the client makes after them.
@@ -21,9 +24,10 @@ from .._wire import CTRL, dumps, loads
 
 
 class ClientSession:
-    def __init__(self, driver, conn):
+    def __init__(self, driver, conn, worker_id: str | None = None):
         self.driver = driver
         self.conn = conn
+        self.worker_id = worker_id  # the worker this client was opened in, if any
         self.workers: set[str] = set()
         self.placements: set[str] = set()
         self.open = True

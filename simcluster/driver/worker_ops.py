@@ -226,6 +226,10 @@ class WorkerOps:
             if w.reason == "exited":  # reaped by its supervisor: the pid may be reused now
                 self.nodes[w.node_id].pids.discard(w.pid)
             self._forget(w)
+        with self.lock:
+            clients = self.worker_clients.pop(w.id, [])
+        for client in clients:  # what the worker's own clients hold goes with it
+            client.closed()
         w.owner._on_exit(w.id, info, w.result)
         if w.conn is not None and not w.conn.closed:
             self.loop.close(w.conn)

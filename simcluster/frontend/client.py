@@ -12,6 +12,7 @@ unfinished worker gets an exit with reason "disconnected".
 from __future__ import annotations
 
 import itertools
+import os
 import signal as _signal
 import socket
 import threading
@@ -53,7 +54,11 @@ class ClusterClient(Endpoint):
         self._sock = connect_socket(address, timeout=timeout_s)
         try:
             self._sock.settimeout(timeout_s)
-            client_handshake(self._sock, secret, "client", f"client-{id(self):x}")
+            # A client opened inside a worker names that worker: it is owned by it (see rpc.py).
+            ident = f"client-{id(self):x}"
+            if os.environ.get("SIMCLUSTER_WORKER_ID"):
+                ident += f" {os.environ['SIMCLUSTER_WORKER_ID']}"
+            client_handshake(self._sock, secret, "client", ident)
             self._sock.settimeout(None)
         except BaseException:
             self._sock.close()

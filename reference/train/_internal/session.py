@@ -8,12 +8,14 @@ worker process. Outside of one, every training-function utility raises RuntimeEr
 from __future__ import annotations
 
 import abc
+import os
 import threading
 from typing import Any
 
 _lock = threading.Lock()
 _current: Session | None = None
-_in_tune = False  # this process runs a Tune trial's function (reference.tune sets it)
+#: set in a process that runs a Tune trial's function (by reference.tune, to the trial id)
+TUNE_TRIAL_ENV = "TRAINSPEC_TUNE_TRIAL_ID"
 
 #: the utilities that name the Tune equivalent when called from a Tune trial's function
 TUNE_REPLACED = ("report", "get_context", "get_checkpoint", "get_preemption_info")
@@ -44,15 +46,10 @@ def set_session(session: Session | None) -> None:
         _current = session
 
 
-def set_tune_session(active: bool) -> None:
-    global _in_tune
-    _in_tune = active
-
-
 def get_session(fn_name: str) -> Session:
     with _lock:
         session = _current
-    if session is None and _in_tune and fn_name in TUNE_REPLACED:
+    if session is None and fn_name in TUNE_REPLACED and os.environ.get(TUNE_TRIAL_ENV):
         raise DeprecationWarning(
             f"`train.{fn_name}` is deprecated when running in a function passed to Tune. "
             f"Please use the equivalent `tune` API instead (`reference.tune.{fn_name}`).")

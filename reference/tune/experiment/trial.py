@@ -83,7 +83,7 @@ class Trial:
             "trainable_name": self.trainable_name, "trial_id": self.trial_id,
             "config": self.config, "experiment_tag": self.experiment_tag,
             "resources": self.resources, "dir_name": self.dir_name, "status": self.status,
-            "results": self.results,
+            "results": self.results, "last_result": self.last_result,
             "checkpoints": [(os.path.basename(c.path), m) for c, m in self.checkpoints],
             "restore_from": self.restore_from.path if self.restore_from else None,
             "num_failures": self.num_failures, "error_text": self.error_text,
@@ -98,7 +98,7 @@ class Trial:
                     experiment_path=experiment_path, dir_name=state["dir_name"])
         trial.status = state["status"]
         trial.results = state["results"]
-        trial.last_result = trial.results[-1] if trial.results else {}
+        trial.last_result = state["last_result"]
         trial.checkpoints = [(Checkpoint(os.path.join(trial.path, name)), metrics)
                              for name, metrics in state["checkpoints"]]
         if state["restore_from"]:
