@@ -15,7 +15,7 @@ import threading
 
 #: modules node supervisors import once, so every forked worker starts with them loaded
 PRELOAD = ("reference.train._internal.worker_group.worker", "reference.train", "pyarrow.fs",
-           "cloudpickle", "reference.data")
+           "cloudpickle", "reference.data", "reference.tune")
 
 _lock = threading.RLock()
 _cluster = None
@@ -57,10 +57,29 @@ def init(address: str | None = None, *, num_cpus: int | None = None,
             cpus=(os.cpu_count() or 1) if num_cpus is None else num_cpus,
             gpus=num_gpus or 0, resources=dict(resources or {}),
             accelerator="CUDA" if num_gpus else None)
-        _cluster = simcluster.Cluster(nodes=[spec], preload=PRELOAD + tuple(preload))
+        preload = tuple(preload) + tuple(m for m in imported_frameworks() if m not in preload)
+        _cluster = simcluster.Cluster(nodes=[spec], preload=PRELOAD + preload)
         _cluster.__enter__()
         _owned = True
         return _cluster
+
+
+def imported_frameworks() -> tuple:
+    """The modules of every Train backend this process has imported (the frameworks the
+    script imported, e.g. `from reference.train.torch import TorchTrainer`): an embedded
+    cluster's node supervisors import them once, so no worker or Tune trial pays for it."""
+    import sys
+
+    if "reference.train.backend" not in sys.modules:
+        return ()
+    from reference.train.backend import Backend
+
+    found, todo = [], list(Backend.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        found.extend(m for m in cls.preload_modules if m not in found)
+    return tuple(found)
 
 
 def _check_count(name: str, value) -> None:

@@ -31,6 +31,7 @@ import shutil
 import signal
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
 from reference.exceptions import RayActorError
@@ -107,7 +108,11 @@ class TuneController:
         self.callbacks = list(run_config.callbacks or [])
         self.reporter = reporter
         self.events: queue.Queue = queue.Queue()
-        self.running: dict[str, _Running] = {}      # worker id -> process
+        self.running: dict[str, _Running] = {}      # worker id -> live process
+        self.starting: dict[str, object] = {}       # trial id -> token of a start in flight
+        self.ending: dict[str, _Running] = {}       # worker id -> ended, exit not seen yet
+        self._early_exits: dict[str, Any] = {}
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="tune-start")
         self.iteration = 0
         self.fail_fast_error: Optional[BaseException] = None
         self._stop_all = False
@@ -185,8 +190,8 @@ class TuneController:
 
     def _done(self) -> bool:
         if self._stop_all:
-            return not self.running
-        if self.running:
+            return not (self.running or self.starting)
+        if self.running or self.starting:
             return False
         waiting = [t for t in self.trials if t.status in (Trial.PENDING, Trial.PAUSED)]
         if waiting:
@@ -205,7 +210,7 @@ class TuneController:
         limit = self.tune_config.max_concurrent_trials
         self._idle_reason = "full"
         while not self._stop_all:
-            if limit is not None and len(self.running) >= limit:
+            if limit is not None and len(self.running) + len(self.starting) >= limit:
                 return
             trial = self.scheduler.choose_trial_to_run(self)
             if trial is None:
@@ -272,25 +277,40 @@ class TuneController:
             resources=dict(trial.resources), restore_path=restore.path if restore else None,
             checkpoint_index=trial.checkpoint_index, iteration=iteration,
             time_total_s=time_total)
+        token = object()
+        self.starting[trial.trial_id] = token
+        self._set_status(trial, Trial.RUNNING)
+        self._call("on_trial_start", trial=trial)
+        self._pool.submit(self._start_process, trial, placement, start, token)
+
+    def _start_process(self, trial: Trial, placement, start: TrialStart, token) -> None:
+        """On a pool thread (a start waits for the fork): start the trial's process and
+        route its messages here; the loop then tells it to go."""
         try:
             handle = self.cluster.start_worker(
                 placement.node_ids[0], trial_main, args=(start,), bundle=placement[0],
                 env={"TUNE_ORIG_WORKING_DIR": os.getcwd()}, name=f"tune:{trial.name}")
         except Exception as exc:  # noqa: BLE001 - a start that failed is a trial failure
-            placement.release()
-            self._set_status(trial, Trial.RUNNING)
-            self._failed(trial, RayActorError(f"Starting the process of trial {trial} "
-                                              f"failed: {exc}"), None)
+            self.events.put(("start_failed", None, (trial, placement, token, exc)))
             return
-        # Routed before the trial may speak: its process waits for GO first.
         self.dispatcher.routes[handle.id] = self.events
-        self.running[handle.id] = _Running(trial, handle, placement)
-        self._set_status(trial, Trial.RUNNING)
-        self._call("on_trial_start", trial=trial)
-        if handle.exit is not None:  # it died before its route was in place
-            self.events.put(("exit", handle.id, handle.exit))
+        self.events.put(("started", handle.id, (trial, placement, token, handle)))
+
+    def _started(self, worker_id: str, trial: Trial, placement, token, handle) -> None:
+        proc = _Running(trial, handle, placement)
+        current = self.starting.get(trial.trial_id) is token
+        if current:
+            del self.starting[trial.trial_id]
+        if not current or trial.status != Trial.RUNNING or self._stop_all:
+            proc.ended = True  # stopped while starting: it never runs the function
+            self.ending[worker_id] = proc
+            self.cluster.kill_worker(worker_id, signal.SIGKILL)
         else:
-            self.cluster.send(handle.id, "GO")
+            self.running[worker_id] = proc
+            self.cluster.send(worker_id, "GO")  # its process waits for this first
+        early = self._early_exits.pop(worker_id, None)
+        if early is not None:
+            self._handle("exit", worker_id, early)
 
     def _checkpoint_metrics(self, checkpoint: Checkpoint) -> dict:
         for trial in self.trials:
@@ -313,12 +333,30 @@ class TuneController:
                 return
 
     def _handle(self, kind: str, worker_id: str, payload) -> None:
+        if kind == "started":
+            self._started(worker_id, *payload)
+            return
+        if kind == "start_failed":
+            trial, placement, token, exc = payload
+            placement.release()
+            if self.starting.get(trial.trial_id) is token:
+                del self.starting[trial.trial_id]
+                if trial.status == Trial.RUNNING:
+                    self._failed(trial, RayActorError(
+                        f"Starting the process of trial {trial} failed: {exc}"), None)
+            return
+        if kind == "exit" and worker_id in self.ending:
+            self.ending.pop(worker_id).placement.release()
+            return
         proc = self.running.get(worker_id)
         if proc is None:
-            return  # a process this controller already ended
+            if kind == "exit":  # before the loop heard that it started
+                self._early_exits[worker_id] = payload
+            return  # else: a process this controller already ended
         trial = proc.trial
         if kind == "exit":
-            self._forget(worker_id)
+            del self.running[worker_id]
+            proc.placement.release()
             if not proc.ended:
                 why = (f"exit code {payload.code}" if payload.code is not None
                        else f"signal {payload.signal}")
@@ -418,24 +456,17 @@ class TuneController:
             pass
 
     def _end_process(self, trial: Trial) -> None:
-        """Kill the trial's process and wait for its exit: by then the cluster has killed the
-        Train workers the trial started and released their resources (they belong to it)."""
+        """End the trial's process (SIGKILL unless it ended itself). Its placement is released
+        when its exit arrives, and by then the cluster has killed the Train workers the trial
+        started and released their resources (they belong to its process), so the next
+        trial's start finds them free."""
+        self.starting.pop(trial.trial_id, None)  # a start in flight is ended when it lands
         for worker_id, proc in list(self.running.items()):
             if proc.trial is trial:
-                self._forget(worker_id)
+                del self.running[worker_id]
+                self.ending[worker_id] = proc
                 if not proc.ended:
                     self.cluster.kill_worker(worker_id, signal.SIGKILL)
-                try:
-                    proc.handle.wait(EXIT_WAIT_S)
-                except TimeoutError:
-                    logger.warning("The process of trial %s did not exit within %s s of "
-                                   "SIGKILL.", trial, EXIT_WAIT_S)
-
-    def _forget(self, worker_id: str) -> None:
-        proc = self.running.pop(worker_id, None)
-        self.dispatcher.routes.pop(worker_id, None)
-        if proc is not None:
-            proc.placement.release()
 
     def _stop_everything(self) -> None:
         self._stop_all = True
@@ -447,8 +478,30 @@ class TuneController:
                 self._end_process(trial)
 
     def _shutdown(self) -> None:
+        """End every process of the experiment and wait until each is gone (with what its
+        trial started on the cluster)."""
+        self._pool.shutdown(wait=True)
+        while True:  # starts that landed after the loop ended
+            try:
+                kind, worker_id, payload = self.events.get_nowait()
+            except queue.Empty:
+                break
+            if kind == "started":
+                self.starting.clear()
+                self._started(worker_id, *payload)
+            elif kind == "start_failed":
+                payload[1].release()
         for proc in list(self.running.values()):
             self._end_process(proc.trial)
+        for worker_id, proc in list(self.ending.items()):
+            try:
+                proc.handle.wait(EXIT_WAIT_S)
+            except TimeoutError:
+                logger.warning("The process of trial %s did not exit within %s s.",
+                               proc.trial, EXIT_WAIT_S)
+            self.dispatcher.routes.pop(worker_id, None)
+            proc.placement.release()
+        self.ending.clear()
         self._save()
 
     def _set_status(self, trial: Trial, status: str) -> None:

@@ -235,3 +235,25 @@ def test_progress_lines_when_not_on_a_terminal(tmp_path, capsys):
     assert "started with config {'a': 1}" in out
     assert "iteration 2, loss=2" in out and "completed after 3 iterations, loss=1" in out
     assert "Trial status: 1 TERMINATED" in out
+
+
+def test_optuna_search_drives_the_trials(tmp_path):
+    pytest.importorskip("optuna")
+    import optuna
+
+    from reference.tune.search.optuna import OptunaSearch
+
+    searcher = OptunaSearch(sampler=optuna.samplers.TPESampler(seed=1, n_startup_trials=4))
+    space = {"x": tune.uniform(-5, 10), "y": tune.choice([0, 1])}
+    grid = _tuner(tune_fns.quadratic, tmp_path, space, num_samples=12, metric="loss",
+                  mode="min", search_alg=searcher, max_concurrent_trials=2).fit()
+    assert len(grid) == 12 and grid.num_errors == 0
+    study = searcher._ot_study
+    assert len(study.trials) == 12
+    assert all(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
+    # optuna was told each trial's last loss, and suggested what the trials ran
+    told = sorted(t.value for t in study.trials)
+    assert told == sorted(r.metrics["loss"] for r in grid)
+    assert sorted(t.params["x"] for t in study.trials) == sorted(r.config["x"] for r in grid)
+    best = grid.get_best_result()
+    assert best.metrics["loss"] == min(told)

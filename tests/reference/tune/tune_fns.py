@@ -100,3 +100,9 @@ def torch_loop(config: dict) -> None:
             train.report({"loss": config["a"] * (10 - step) + rank, "step": step + 1},
                          checkpoint=train.Checkpoint.from_directory(d) if step == 1 else None)
         time.sleep(config.get("sleep", 0))
+
+
+def quadratic(config: dict) -> None:
+    """loss = (x - 3)^2 + y, reported 3 times (the last is the trial's value)."""
+    for i in range(3):
+        tune.report({"loss": (config["x"] - 3) ** 2 + config["y"] + (2 - i)})

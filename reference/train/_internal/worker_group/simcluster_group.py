@@ -302,6 +302,8 @@ class SimclusterGroupFactory(WorkerGroupFactory):
 
     # -- routing (called on simcluster's delivery thread: quick, never blocking) ----------
     def _on_message(self, worker_id: str, obj) -> None:
+        if not (isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[0], str)):
+            return  # a message of another user of this cluster endpoint (e.g. a Tune trial)
         group_id, event = obj
         group = self._groups.get(group_id)
         if group is not None and not group.closed:
