@@ -257,3 +257,17 @@ def test_optuna_search_drives_the_trials(tmp_path):
     assert sorted(t.params["x"] for t in study.trials) == sorted(r.config["x"] for r in grid)
     best = grid.get_best_result()
     assert best.metrics["loss"] == min(told)
+
+
+def test_a_dead_trial_driver_resumes_its_train_run_by_name(tmp_path, cluster):
+    pytest.importorskip("torch")
+    grid = _tuner(tune_fns.torch_driver_dies_once, tmp_path,
+                  run={"failure_config": tune.FailureConfig(max_failures=1)}).fit()
+    (result,) = grid
+    assert result.error is None and os.path.exists(tmp_path / "died")
+    # the Train run started at step 0, and again from its checkpoint of step 1
+    assert (tmp_path / "train-starts").read_text().split() == ["0", "2"]
+    assert list(result.metrics_dataframe["step"]) == [1, 2, 3, 4]
+    runs = [d for d in os.listdir(tmp_path) if d.startswith("train-trial_id=")]
+    assert runs == [f"train-trial_id={result.metrics['trial_id']}"]
+    assert cluster.available_resources()["CPU"] == CPUS

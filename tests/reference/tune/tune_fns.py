@@ -106,3 +106,46 @@ def quadratic(config: dict) -> None:
     """loss = (x - 3)^2 + y, reported 3 times (the last is the trial's value)."""
     for i in range(3):
         tune.report({"loss": (config["x"] - 3) ** 2 + config["y"] + (2 - i)})
+
+
+class _DieAfterSecondReport(train.UserCallback):
+    def __init__(self, marker: str):
+        self.marker, self.reports = marker, 0
+
+    def after_report(self, run_context, metrics, checkpoint) -> None:
+        self.reports += 1
+        if self.reports == 2 and not os.path.exists(self.marker):
+            open(self.marker, "w").close()
+            os._exit(7)  # the trial's own process dies, its Train workers with it
+
+
+def torch_driver_dies_once(config: dict) -> None:
+    """The trial process dies after its Train run's 2nd report (first attempt only); the
+    restarted trial's Train run has the same name, so it resumes from its checkpoint."""
+    from reference.train.torch import TorchTrainer
+    from reference.tune.integration.ray_train import TuneReportCallback
+
+    TorchTrainer(
+        torch_resuming_loop, train_loop_config=config,
+        scaling_config=train.ScalingConfig(num_workers=2),
+        run_config=train.RunConfig(
+            name=f"train-trial_id={tune.get_context().get_trial_id()}",
+            storage_path=config["out"],
+            callbacks=[TuneReportCallback(),
+                       _DieAfterSecondReport(os.path.join(config["out"], "died"))])).fit()
+
+
+def torch_resuming_loop(config: dict) -> None:
+    checkpoint = train.get_checkpoint()
+    start = 0
+    if checkpoint:
+        with checkpoint.as_directory() as d, open(os.path.join(d, "step")) as f:
+            start = int(f.read()) + 1
+    if train.get_context().get_world_rank() == 0:
+        with open(os.path.join(config["out"], "train-starts"), "a") as f:
+            f.write(f"{start}\n")
+    for step in range(start, 4):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "step"), "w") as f:
+                f.write(str(step))
+            train.report({"step": step + 1}, checkpoint=train.Checkpoint.from_directory(d))
