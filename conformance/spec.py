@@ -20,6 +20,7 @@ AREAS = {
     "accelerate": "Hugging Face Accelerate", "backend": "Backends (the developer API)",
     "xgboost": "XGBoost (XGBoostTrainer)", "lightgbm": "LightGBM (LightGBMTrainer)",
     "data": "Ray Data in Train", "jax": "JAX (JaxTrainer)",
+    "tune": "Ray Tune (Tuner)",
 }
 PAGES = {
     "configs.md": ["scaling", "run-config", "failure-config", "checkpoint-config",
@@ -33,6 +34,7 @@ PAGES = {
                       "jax"],
     "backends.md": ["backend"],
     "data.md": ["data"],
+    "tune.md": ["tune"],
 }
 
 

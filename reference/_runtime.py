@@ -70,11 +70,10 @@ def imported_frameworks() -> tuple:
     cluster's node supervisors import them once, so no worker or Tune trial pays for it."""
     import sys
 
-    if "reference.train.backend" not in sys.modules:
+    backend = sys.modules.get("reference.train.backend")  # never imported from here
+    if backend is None:
         return ()
-    from reference.train.backend import Backend
-
-    found, todo = [], list(Backend.__subclasses__())
+    found, todo = [], list(backend.Backend.__subclasses__())
     while todo:
         cls = todo.pop()
         todo.extend(cls.__subclasses__())

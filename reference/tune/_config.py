@@ -30,6 +30,8 @@ class FailureConfig:
         if self.fail_fast not in (True, False, "raise"):
             raise ValueError(f"FailureConfig(fail_fast={self.fail_fast!r}): expected True, "
                              "False or 'raise'.")
+        if self.fail_fast and self.max_failures != 0:
+            raise ValueError("max_failures must be 0 if fail_fast=True.")
 
 
 @dataclasses.dataclass

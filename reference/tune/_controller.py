@@ -39,6 +39,7 @@ from reference.train import Checkpoint
 from reference.tune._session import TrialStart, trial_main
 from reference.tune.experiment.trial import Trial
 from reference.tune.stopper import as_stopper, flatten
+from reference.tune.trainable import normalize_resources
 
 logger = logging.getLogger(__name__)
 
@@ -207,7 +208,7 @@ class TuneController:
     def _start_trials(self) -> None:
         from simcluster import PlacementTimeout, Unschedulable
 
-        limit = self.tune_config.max_concurrent_trials
+        limit = self.tune_config.max_concurrent_trials or None
         self._idle_reason = "full"
         while not self._stop_all:
             if limit is not None and len(self.running) + len(self.starting) >= limit:
@@ -219,13 +220,13 @@ class TuneController:
                     return
                 continue
             try:
-                placement = self.cluster.place([trial.resources], "PACK", timeout_s=0)
+                placement = self.cluster.place(trial.bundles, "PACK", timeout_s=0)
             except PlacementTimeout:
                 return  # wait for a trial (or a Train run inside one) to free resources
             except (Unschedulable, ValueError) as exc:
                 self._fail_for_good(trial, RuntimeError(
-                    f"Trial {trial} requests resources {trial.resources} that no node of the "
-                    f"cluster can hold: {exc}. Use tune.with_resources(...) with less."))
+                    f"Trial {trial} requests resources {trial.bundles} that the nodes of the "
+                    f"cluster can never hold: {exc}. Use tune.with_resources(...) with less."))
                 continue
             self._launch(trial, placement)
 
@@ -242,7 +243,7 @@ class TuneController:
         trial = Trial(self.trainable_name, trial_id, config,
                       experiment_tag=f"{index}" + (f"_{tag}" if (tag := _tag(
                           self.param_space, config)) else ""),
-                      resources=self._resources(config), experiment_path=self.experiment_path)
+                      bundles=self._bundles(config), experiment_path=self.experiment_path)
         creator = self.tune_config.trial_dirname_creator
         stamp = time.strftime("%Y-%m-%d_%H-%M-%S")
         trial.dir_name = (creator(trial) if creator
@@ -255,11 +256,11 @@ class TuneController:
         self._write_params(trial)
         return True
 
-    def _resources(self, config: dict) -> dict:
+    def _bundles(self, config: dict) -> list[dict]:
         wanted = getattr(self.trainable, "_tune_resources", None)
         if callable(wanted):
             wanted = wanted(config)
-        return normalize_resources(wanted) if wanted is not None else {"CPU": 1.0}
+        return normalize_resources(wanted) if wanted is not None else [{"CPU": 1.0}]
 
     def _launch(self, trial: Trial, placement) -> None:
         restore = trial.restore_from
@@ -274,7 +275,7 @@ class TuneController:
             fn=self.trainable, config=trial.config, trial_id=trial.trial_id,
             trial_name=getattr(trial, "custom_name", trial.name), trial_dir=trial.path,
             experiment_name=self.experiment_name, experiment_path=self.experiment_path,
-            resources=dict(trial.resources), restore_path=restore.path if restore else None,
+            bundles=trial.bundles, restore_path=restore.path if restore else None,
             checkpoint_index=trial.checkpoint_index, iteration=iteration,
             time_total_s=time_total)
         token = object()
@@ -625,22 +626,3 @@ def _tag(param_space: dict, config: dict) -> str:
         pairs.append((path, value))
     return ",".join(f"{clean(path[-1])}={clean(v)}" for path, v in sorted(
         pairs, key=lambda pair: tuple(map(str, pair[0]))))
-
-
-def normalize_resources(resources) -> dict:
-    """`{"cpu": 2, "gpu": 1, "custom": 1}` -> `{"CPU": 2.0, "GPU": 1.0, "custom": 1.0}`."""
-    if hasattr(resources, "required_resources"):  # a PlacementGroupFactory
-        resources = resources.required_resources
-    if not isinstance(resources, dict):
-        raise ValueError(f"with_resources(resources={resources!r}): expected a dict such as "
-                         "{'cpu': 1, 'gpu': 0}, a PlacementGroupFactory, or a function of the "
-                         "config returning one.")
-    out = {}
-    for key, value in resources.items():
-        name = {"cpu": "CPU", "gpu": "GPU", "memory": "memory"}.get(key, key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise ValueError(f"with_resources(resources={resources!r}): {key!r} must be a "
-                             "number >= 0.")
-        if value:
-            out[name] = float(value)
-    return out or {"CPU": 0.0}

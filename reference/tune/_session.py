@@ -46,7 +46,7 @@ class TrialStart:
     trial_dir: str
     experiment_name: str
     experiment_path: str
-    resources: dict
+    bundles: list
     restore_path: Optional[str]      # checkpoint to resume from
     checkpoint_index: int            # the next checkpoint folder's number
     iteration: int                   # training_iteration reached by the restored state
@@ -68,8 +68,12 @@ class TuneContext:
     def get_trial_dir(self) -> str:
         return self._start.trial_dir
 
-    def get_trial_resources(self) -> dict:
-        return dict(self._start.resources)
+    def get_trial_resources(self):
+        """The trial's resources as a PlacementGroupFactory (`.bundles`,
+        `.required_resources`)."""
+        from reference.tune.trainable import PlacementGroupFactory
+
+        return PlacementGroupFactory(self._start.bundles)
 
     def get_experiment_name(self) -> str:
         return self._start.experiment_name

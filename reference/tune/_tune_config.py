@@ -26,8 +26,7 @@ class TuneConfig:
     chdir_to_trial_dir: bool = _DEPRECATED
 
     def __post_init__(self):
-        if self.mode not in (None, "min", "max"):
-            raise ValueError(f"TuneConfig(mode={self.mode!r}): expected 'min', 'max' or None.")
+        # a bad `mode` is Ray's error at Tuner.fit(), as in Ray (not here)
         if self.metric is not None and not isinstance(self.metric, str):
             raise TypeError(f"TuneConfig(metric={self.metric!r}): expected a metric name.")
         if isinstance(self.num_samples, bool) or not isinstance(self.num_samples, int) \
@@ -37,9 +36,9 @@ class TuneConfig:
         if self.max_concurrent_trials is not None and (
                 isinstance(self.max_concurrent_trials, bool)
                 or not isinstance(self.max_concurrent_trials, int)
-                or self.max_concurrent_trials < 1):
+                or self.max_concurrent_trials < 0):
             raise ValueError(f"TuneConfig(max_concurrent_trials={self.max_concurrent_trials!r}"
-                             "): expected a positive int or None.")
+                             "): expected a positive int, or 0 or None for no limit.")
         if self.scheduler is not None and not isinstance(self.scheduler, TrialScheduler):
             raise TypeError(f"TuneConfig(scheduler={self.scheduler!r}): expected a scheduler "
                             "of reference.tune.schedulers (e.g. ASHAScheduler()).")

@@ -63,18 +63,19 @@ class Tuner:
         from reference.tune.search.search_generator import prepare_search_alg
 
         tc, rc = self.tune_config, self.run_config
-        if rc.failure_config.fail_fast and rc.failure_config.max_failures != 0:
-            raise ValueError("max_failures must be 0 if fail_fast=True.")
+        if tc.mode not in (None, "min", "max"):
+            raise ValueError("The `mode` parameter passed to `Tuner(...)` must be one of "
+                             "['min', 'max']")
         scheduler = tc.scheduler or FIFOScheduler()
         search_alg = prepare_search_alg(tc.search_alg, metric=tc.metric, mode=tc.mode,
                                         param_space=self.param_space,
                                         max_concurrent_trials=tc.max_concurrent_trials)
         if not scheduler.set_search_properties(tc.metric, tc.mode):
             raise ValueError(
-                "You passed a `metric` or `mode` argument to `Tuner()`, but the scheduler you "
-                "are using was already instantiated with their own `metric` and `mode` "
+                "You passed a `metric` or `mode` argument to `Tuner(...)`, but the scheduler "
+                "you are using was already instantiated with their own `metric` and `mode` "
                 "parameters. Either remove the arguments from your scheduler or from "
-                "`Tuner()` args.")
+                "`Tuner(...)` args.")
         if self._restored is None:
             search_alg.add_configurations(self.param_space, tc.num_samples)
             name = rc.name or f"{self._name}_{time.strftime('%Y-%m-%d_%H-%M-%S')}"

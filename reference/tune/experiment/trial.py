@@ -23,13 +23,14 @@ class Trial:
     ERROR = "ERROR"
 
     def __init__(self, trainable_name: str, trial_id: str, config: dict, *,
-                 experiment_tag: str = "", resources: Optional[dict] = None,
+                 experiment_tag: str = "", bundles: Optional[list] = None,
                  experiment_path: str = "", dir_name: str = ""):
         self.trainable_name = trainable_name
         self.trial_id = trial_id
         self.config = config
         self.experiment_tag = experiment_tag
-        self.resources = dict(resources or {"CPU": 1})
+        #: the trial's resource bundles; its process runs in the first
+        self.bundles = [dict(b) for b in (bundles or [{"CPU": 1.0}])]
         self.experiment_path = experiment_path
         self.dir_name = dir_name
         self.status = Trial.PENDING
@@ -82,7 +83,7 @@ class Trial:
         return {
             "trainable_name": self.trainable_name, "trial_id": self.trial_id,
             "config": self.config, "experiment_tag": self.experiment_tag,
-            "resources": self.resources, "dir_name": self.dir_name, "status": self.status,
+            "bundles": self.bundles, "dir_name": self.dir_name, "status": self.status,
             "results": self.results, "last_result": self.last_result,
             "checkpoints": [(os.path.basename(c.path), m) for c, m in self.checkpoints],
             "restore_from": self.restore_from.path if self.restore_from else None,
@@ -94,7 +95,7 @@ class Trial:
     @classmethod
     def from_state(cls, state: dict, experiment_path: str) -> Trial:
         trial = cls(state["trainable_name"], state["trial_id"], state["config"],
-                    experiment_tag=state["experiment_tag"], resources=state["resources"],
+                    experiment_tag=state["experiment_tag"], bundles=state["bundles"],
                     experiment_path=experiment_path, dir_name=state["dir_name"])
         trial.status = state["status"]
         trial.results = state["results"]

@@ -1,7 +1,14 @@
 """The scheduler interface: the Tuner calls `on_trial_add`, then `on_trial_result` for each
-report (answering CONTINUE, PAUSE or STOP), and `on_trial_complete` or `on_trial_remove`.
-Trials are any objects with a `trial_id`; the first argument is the tuner's controller, as
-in Ray's signatures (the reference's schedulers do not use it)."""
+report (answering CONTINUE, PAUSE, STOP, or NOOP when the scheduler already acted on the
+trial itself), and `on_trial_complete`, `on_trial_error` or `on_trial_remove`; whenever a
+slot is free it asks `choose_trial_to_run` for a PENDING or PAUSED trial (or None).
+
+Trials have `trial_id`, `status` ("PENDING", "RUNNING", "PAUSED", "TERMINATED", "ERROR"),
+`config`, `last_result` and `checkpoint`; the first argument of every method is the Tuner's
+controller, as in Ray's signatures: `get_trials()` (in the order added), `get_live_trials()`,
+`stop_trial(trial)`, `pause_trial(trial, should_checkpoint=True)`. Its `stop_trial` calls
+back `on_trial_remove` for a PENDING or PAUSED trial and `on_trial_complete` for a RUNNING
+one, as Ray's does."""
 
 from __future__ import annotations
 
@@ -14,6 +21,10 @@ class TrialScheduler:
 
     _metric = None
     _mode = None
+
+    @property
+    def metric(self) -> str | None:
+        return self._metric
 
     def set_search_properties(self, metric: str | None, mode: str | None, **spec) -> bool:
         """Take the TuneConfig's metric and mode unless the scheduler has its own; False
@@ -41,6 +52,19 @@ class TrialScheduler:
     def on_trial_error(self, tune_controller, trial) -> None:
         pass
 
+    def choose_trial_to_run(self, tune_controller):
+        """Ray's FIFO choice: the first PENDING trial in the order added, else the first
+        PAUSED one, else None."""
+        trials = tune_controller.get_trials()
+        for status in ("PENDING", "PAUSED"):
+            for trial in trials:
+                if trial.status == status:
+                    return trial
+        return None
+
+    def debug_string(self) -> str:
+        return f"Using {type(self).__name__}."
+
 
 DEFAULT_METRIC = "_metric"
 
@@ -64,6 +88,14 @@ class MetricScheduler(TrialScheduler):
                 "parameters when instantiating the scheduler, or pass them as parameters to "
                 "`tune.TuneConfig()`")
 
+    @property
+    def _sign(self) -> float | None:
+        """+1 for mode "max", -1 for "min": scores are compared as sign * metric."""
+        return {"max": 1.0, "min": -1.0}.get(self._mode)
+
 
 class FIFOScheduler(TrialScheduler):
     """Runs every trial to its end, in the order they were added."""
+
+    def debug_string(self) -> str:
+        return "Using FIFO scheduling algorithm."

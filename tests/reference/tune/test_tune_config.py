@@ -28,9 +28,8 @@ def test_defaults_and_a_timedelta_budget():
 
 
 @pytest.mark.parametrize("kwargs, error, message", [
-    ({"mode": "best"}, ValueError, "mode='best'"),
     ({"num_samples": 0}, ValueError, "num_samples=0"),
-    ({"max_concurrent_trials": 0}, ValueError, "max_concurrent_trials=0"),
+    ({"max_concurrent_trials": -1}, ValueError, "max_concurrent_trials=-1"),
     ({"scheduler": "asha"}, TypeError, "scheduler='asha'"),
     ({"time_budget_s": -1}, ValueError, "time_budget_s=-1"),
     ({"chdir_to_trial_dir": True}, DeprecationWarning, "chdir_to_trial_dir"),

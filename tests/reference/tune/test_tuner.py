@@ -58,7 +58,7 @@ def test_grid_times_samples_trials_each_in_its_own_process(tmp_path):
         assert m["training_iteration"] == 3 and m["done"] is True and m["loss"] == m["config"]["a"]
         assert result.path == ctx["dir"] == ctx["cwd"] and os.path.isdir(result.path)
         assert ctx["experiment"] == "exp" and ctx["name"].endswith(m["trial_id"])
-        assert ctx["resources"] == {"CPU": 1.0} and ctx["restored"] == "None"
+        assert ctx["resources"] == [{"CPU": 1.0}] and ctx["restored"] == "None"
         assert os.path.basename(result.checkpoint.path) == "checkpoint_000000"
         with open(os.path.join(result.checkpoint.path, "step")) as f:
             assert f.read() == "1"
@@ -158,8 +158,9 @@ def test_trainer_instances_and_missing_trainables_are_rejected():
 
 def test_bad_configs_raise_at_fit(tmp_path):
     with pytest.raises(ValueError, match="max_failures must be 0 if fail_fast=True"):
-        _tuner(tune_fns.steps, tmp_path, run={"failure_config": tune.FailureConfig(
-            max_failures=1, fail_fast=True)}).fit()
+        tune.FailureConfig(max_failures=1, fail_fast=True)  # already when built, as Ray
+    with pytest.raises(ValueError, match=r"The `mode` parameter passed to `Tuner\(...\)` must"):
+        _tuner(tune_fns.steps, tmp_path, mode="best").fit()  # TuneConfig takes it, as Ray
     with pytest.raises(ValueError, match="scheduler you are using was already instantiated"):
         _tuner(tune_fns.steps, tmp_path, metric="loss", mode="min",
                scheduler=ASHAScheduler(metric="loss", mode="min")).fit()
@@ -186,7 +187,7 @@ def test_with_parameters_and_with_resources(tmp_path):
         tune.with_resources(tune_fns.steps, {"cpu": "two"})
     grid = _tuner(tune.with_resources(tune_fns.steps, {"cpu": CPUS + 1}), tmp_path / "big",
                   {"a": 1}).fit()
-    assert grid.num_errors == 1 and "no node of the cluster can hold" in str(grid.errors[0])
+    assert grid.num_errors == 1 and "the cluster can never hold" in str(grid.errors[0])
 
 
 def test_restore_resumes_errored_trials_and_keeps_finished_ones(tmp_path):

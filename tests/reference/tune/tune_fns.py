@@ -23,7 +23,7 @@ def steps(config: dict) -> None:
     ctx = tune.get_context()
     _record(config, "context", trial_id=ctx.get_trial_id(), name=ctx.get_trial_name(),
             dir=ctx.get_trial_dir(), experiment=ctx.get_experiment_name(),
-            resources=ctx.get_trial_resources(), cwd=os.getcwd(), pid=os.getpid(),
+            resources=ctx.get_trial_resources().bundles, cwd=os.getcwd(), pid=os.getpid(),
             start=time.time(), restored=str(tune.get_checkpoint()))
     n = config.get("steps", 3)
     for i in range(n):
