@@ -74,23 +74,34 @@ class Float(Domain):
         return f"Float(lower={self.lower}, upper={self.upper}, log={self.log}, q={self.q})"
 
 
+def _grid_index(bound: float, q: float, round_fn) -> int:
+    """`bound`'s index on the grid of multiples of q, rounded inwards (`round_fn`)."""
+    scaled = bound / q
+    nearest = round(scaled)
+    return int(nearest if math.isclose(scaled, nearest) else round_fn(scaled))
+
+
 class Integer(Domain):
     def __init__(self, lower: int, upper: int, *, log: bool = False, base: float = 10,
                  q: int | None = None):
         self.lower, self.upper, self.log, self.base, self.q = lower, upper, log, base, q
 
     def _draw(self, rng, config):
-        if self.q is not None:  # quantized integers include the upper bound, as in Ray
-            if self.log:
-                lo, hi = math.log(self.lower, self.base), math.log(self.upper, self.base)
-                value = self.base ** rng.uniform(lo, hi)
-            else:
-                value = rng.uniform(self.lower, self.upper)
-            return int(min(max(np.round(value / self.q) * self.q, self.lower), self.upper))
+        lo, hi = self.lower, self.upper
+        if self.q is not None:
+            # As Ray: draw an index over the multiples of q inside the bounds (the upper one
+            # included unless q == 1), then scale it back.
+            lo, hi = _grid_index(lo, self.q, math.ceil), _grid_index(hi, self.q, math.floor)
+            if hi < lo:
+                raise ValueError(f"There is no multiple of the quantization factor q={self.q} "
+                                 f"between the bounds {self.lower} and {self.upper} of this "
+                                 "domain, so it has no values to sample.")
+            hi += 0 if self.q == 1 else 1
         if self.log:
-            lo, hi = math.log(self.lower, self.base), math.log(self.upper, self.base)
-            return int(min(math.floor(self.base ** rng.uniform(lo, hi)), self.upper - 1))
-        return int(rng.integers(self.lower, self.upper))
+            index = int(np.floor(np.exp(rng.uniform(np.log(lo), np.log(hi)))))
+        else:
+            index = int(rng.integers(lo, hi))
+        return int(index * self.q) if self.q is not None else index
 
     def is_valid(self, value) -> bool:
         top = self.upper if self.q is not None else self.upper - 1

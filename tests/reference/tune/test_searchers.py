@@ -185,9 +185,6 @@ def test_loguniform_draws_equal_rays_to_the_last_bits():
     assert sum(a[0]["l"] != b[0]["l"] for a, b in zip(ours, theirs, strict=True)) > 0  # not all exact
 
 
-@pytest.mark.xfail(strict=True, reason="Ray 2.60 draws a qrandint/qlograndint as a uniform "
-                   "grid index (integers over the multiples of q); reference.tune's sample.py "
-                   "rounds a uniform float, so the numbers (and the stream after them) differ")
 def test_quantized_integers_draw_rays_numbers():
     _ray()
     import ray.tune as rt

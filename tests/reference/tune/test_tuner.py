@@ -272,3 +272,25 @@ def test_a_dead_trial_driver_resumes_its_train_run_by_name(tmp_path, cluster):
     runs = [d for d in os.listdir(tmp_path) if d.startswith("train-trial_id=")]
     assert runs == [f"train-trial_id={result.metrics['trial_id']}"]
     assert cluster.available_resources()["CPU"] == CPUS
+
+
+def test_pbt_exploits_the_best_trials_checkpoint_and_explores_its_config(tmp_path):
+    from reference.tune.schedulers import PopulationBasedTraining
+
+    pbt = PopulationBasedTraining(time_attr="training_iteration", metric="value", mode="max",
+                                  perturbation_interval=2,
+                                  hyperparam_mutations={"lr": [0.1, 0.2, 0.4, 0.8]})
+    grid = _tuner(tune_fns.pbt_fn, tmp_path, {"lr": tune.grid_search([0.1, 0.2, 0.4, 0.8])},
+                  scheduler=pbt, run={"stop": {"step": 8}}).fit()
+    assert grid.num_errors == 0 and len(grid) == 4
+    starts = _records(tmp_path, "start")
+    weakest = next(r for r in grid if r.metrics["config"] is not None
+                   and starts[r.metrics["trial_id"]][0]["lr"] == 0.1)
+    history = starts[weakest.metrics["trial_id"]]
+    assert len(history) >= 2  # paused and restarted by an exploit
+    exploit = history[1]
+    # it resumed from another trial's checkpoint, at that trial's step, with a new lr
+    assert exploit["origin"] not in (None, weakest.metrics["trial_id"])
+    assert exploit["step"] >= 2 and exploit["lr"] != 0.1
+    assert weakest.metrics["step"] == 8
+    assert weakest.metrics["value"] > 8 * 0.1

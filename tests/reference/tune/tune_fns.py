@@ -149,3 +149,24 @@ def torch_resuming_loop(config: dict) -> None:
             with open(os.path.join(d, "step"), "w") as f:
                 f.write(str(step))
             train.report({"step": step + 1}, checkpoint=train.Checkpoint.from_directory(d))
+
+
+def pbt_fn(config: dict) -> None:
+    """value grows by lr per step; the checkpoint holds value, step and whose it was."""
+    me = tune.get_context().get_trial_id()
+    value, step, origin = 0.0, 0, None
+    checkpoint = tune.get_checkpoint()
+    if checkpoint:
+        with checkpoint.as_directory() as d, open(os.path.join(d, "state.json")) as f:
+            state = json.load(f)
+        value, step, origin = state["value"], state["step"], state["trial"]
+    _record(config, "start", step=step, origin=origin, lr=config["lr"])
+    while step < 8:
+        step += 1
+        value += config["lr"]
+        d = tempfile.mkdtemp()
+        with open(os.path.join(d, "state.json"), "w") as f:
+            json.dump({"value": value, "step": step, "trial": me}, f)
+        tune.report({"value": value, "step": step},
+                    checkpoint=tune.Checkpoint.from_directory(d))
+        time.sleep(0.05)
