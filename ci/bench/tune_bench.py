@@ -154,6 +154,8 @@ def main() -> None:
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sides", default="reference,ray")
+    parser.add_argument("--cases", default=",".join(f"{c}@{n}" for c, n in CASES),
+                        help="which of " + ", ".join(f"{c}@{n}" for c, n in CASES))
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--ray-rounds", type=int, default=1)
     parser.add_argument("--trials", type=int, default=200)
@@ -166,7 +168,8 @@ def main() -> None:
         print(f"ray is not importable ({why}): reference only")
         sides = [s for s in sides if s != "ray"]
     results: dict = {}
-    for case, cpus in CASES:
+    cases = [(c, int(n)) for c, _, n in (x.partition("@") for x in args.cases.split(","))]
+    for case, cpus in cases:
         for impl in sides:
             rounds = args.ray_rounds if impl == "ray" else args.rounds
             records = [launch(impl, case, cpus, args) for _ in range(rounds)]
@@ -175,7 +178,7 @@ def main() -> None:
                   flush=True)
     print()
     print(f"{'job':34s} {'reference s':>12s} {'ray s':>12s} {'ray/reference':>14s}")
-    for case, cpus in CASES:
+    for case, cpus in cases:
         label = (f"workflow 3, 4 trials x 2 workers, {cpus} CPUs" if case == "workflow"
                  else f"{args.trials} no-op trials, {cpus} CPUs")
         ref = results.get(f"{case}@{cpus}/reference", {})
@@ -183,7 +186,8 @@ def main() -> None:
 
         def cell(s):
             return f"{s['wall_median_s']:.2f}" if "wall_median_s" in s else (
-                "hung" if "deadline" in s.get("outcome", "") else s.get("outcome", "-")[:12])
+                f"> {args.timeout:.0f}" if "deadline" in s.get("outcome", "")
+                else s.get("outcome", "-")[:12])
         ratio = (f"{ray['wall_median_s'] / ref['wall_median_s']:.1f}x"
                  if "wall_median_s" in ref and "wall_median_s" in ray else "-")
         print(f"{label:34s} {cell(ref):>12s} {cell(ray):>12s} {ratio:>14s}")

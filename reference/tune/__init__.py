@@ -12,6 +12,8 @@ from reference.tune.callback import Callback
 from reference.tune.error import TuneError
 from reference.tune.result import Result
 from reference.tune.result_grid import ResultGrid
+from reference.tune.schedulers import create_scheduler
+from reference.tune.search import create_searcher
 from reference.tune.search.sample import (
     choice,
     grid_search,
@@ -57,6 +59,8 @@ __all__ = [
     "TuneError",
     "Tuner",
     "choice",
+    "create_scheduler",
+    "create_searcher",
     "get_checkpoint",
     "get_context",
     "grid_search",

@@ -184,6 +184,52 @@ class DataNoShardBarrier(_WorkerVariant):
     worker_patch = "data_no_shard_barrier"
 
 
+class TuneIgnoresScheduler(_Variant):
+    """The Tune controller asks the scheduler but always lets the trial go on."""
+
+    def patch(self):
+        from reference.tune._controller import TuneController
+
+        original = TuneController._on_result
+
+        def on_result(controller, proc, worker_id, result, dir_name):
+            scheduler = controller.scheduler
+            decide = scheduler.on_trial_result
+            scheduler.on_trial_result = lambda c, t, r: (decide(c, t, r), "CONTINUE")[1]
+            try:
+                return original(controller, proc, worker_id, result, dir_name)
+            finally:
+                del scheduler.on_trial_result
+
+        TuneController._on_result = on_result
+
+
+class TuneRetryFromScratch(_Variant):
+    """A failed Tune trial is restarted without its latest checkpoint."""
+
+    def patch(self):
+        from reference.tune._controller import TuneController
+
+        original = TuneController._failed
+
+        def failed(controller, trial, error, text):
+            kept, trial.checkpoints = trial.checkpoints, []
+            try:
+                original(controller, trial, error, text)
+            finally:
+                trial.checkpoints = kept
+
+        TuneController._failed = failed
+
+
+def tune_ignores_scheduler():
+    return TuneIgnoresScheduler()
+
+
+def tune_retry_from_scratch():
+    return TuneRetryFromScratch()
+
+
 def data_shards_overlap():
     return DataShardsOverlap()
 

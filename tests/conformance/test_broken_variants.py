@@ -74,6 +74,14 @@ CASES: dict[str, tuple[Catch, ...]] = {
         Catch("check_transformers.py::check_report_per_save_from_every_rank",
               "transformers.report", ("rank 0: keys missing from a report=",)),
     ),
+    "tune_ignores_scheduler": (
+        Catch("check_tune.py::check_asha", "tune.scheduler-stop",
+              ("x -> training_iteration of its last result",)),
+    ),
+    "tune_retry_from_scratch": (
+        Catch("check_tune.py::check_trial_retry", "tune.trial-retry",
+              ("step of get_checkpoint() at each start of the trial",)),
+    ),
     "data_shards_overlap": (
         Catch("check_data.py::check_split_shards", "data.shard-split",
               ("'train' shards, first pass (iter_rows)",)),
