@@ -120,6 +120,7 @@ class TuneController:
         self._saved_at = 0.0
         self._search_finished = False
         self._idle_reason = "full"
+        self.max_pending_trials = 1  # set in run(), from the cluster's CPUs
 
     # -- what schedulers and searchers may call -----------------------------------------
     def get_trials(self) -> list[Trial]:
@@ -163,6 +164,7 @@ class TuneController:
     def run(self, cluster) -> list[Trial]:
         self.cluster = cluster
         self.dispatcher = _Dispatcher.of(cluster)
+        self.max_pending_trials = max_pending_trials(self.search_alg, cluster)
         deadline = (None if not self.tune_config.time_budget_s
                     else time.monotonic() + self.tune_config.time_budget_s)
         for cb in self.callbacks:
@@ -210,15 +212,15 @@ class TuneController:
 
         limit = self.tune_config.max_concurrent_trials or None
         self._idle_reason = "full"
+        self.max_pending_trials = 1  # set in run(), from the cluster's CPUs
         while not self._stop_all:
             if limit is not None and len(self.running) + len(self.starting) >= limit:
                 return
+            self._add_pending_trials()
             trial = self.scheduler.choose_trial_to_run(self)
             if trial is None:
-                if not self._add_trial():
-                    self._idle_reason = "no-candidate"
-                    return
-                continue
+                self._idle_reason = "no-candidate"
+                return
             try:
                 placement = self.cluster.place(trial.bundles, "PACK", timeout_s=0)
             except PlacementTimeout:
@@ -229,6 +231,14 @@ class TuneController:
                     f"cluster can never hold: {exc}. Use tune.with_resources(...) with less."))
                 continue
             self._launch(trial, placement)
+
+    def _add_pending_trials(self) -> None:
+        """Ray's rule: ask the search algorithm for trials while fewer than
+        `max_pending_trials` wait, so a scheduler sees the trials it will judge together
+        (HyperBand's brackets) before they run."""
+        while sum(t.status == Trial.PENDING for t in self.trials) < self.max_pending_trials:
+            if not self._add_trial():
+                return
 
     def _add_trial(self) -> bool:
         if self._search_finished or self.search_alg.is_finished():
@@ -626,3 +636,22 @@ def _tag(param_space: dict, config: dict) -> str:
         pairs.append((path, value))
     return ",".join(f"{clean(path[-1])}={clean(v)}" for path, v in sorted(
         pairs, key=lambda pair: tuple(map(str, pair[0]))))
+
+
+def max_pending_trials(search_alg, cluster) -> int:
+    """How many trials may wait to start, as Ray decides it: TUNE_MAX_PENDING_TRIALS_PG if
+    set; for the basic variant generator max(200, 1.1 x the cluster's CPUs); for a searcher
+    its ConcurrencyLimiter's limit, else 1 (so it suggests from the latest results)."""
+    from reference.tune.search import BasicVariantGenerator
+
+    configured = os.environ.get("TUNE_MAX_PENDING_TRIALS_PG", "auto")
+    if configured != "auto":
+        return int(configured)
+    if not isinstance(search_alg, BasicVariantGenerator):
+        searcher = getattr(search_alg, "searcher", None)
+        while searcher is not None:
+            if hasattr(searcher, "max_concurrent") and hasattr(searcher, "searcher"):
+                return searcher.max_concurrent
+            searcher = getattr(searcher, "searcher", None)
+        return 1
+    return max(200, int(cluster.total_resources().get("CPU", 1.0) * 1.1))

@@ -289,8 +289,35 @@ def test_pbt_exploits_the_best_trials_checkpoint_and_explores_its_config(tmp_pat
     history = starts[weakest.metrics["trial_id"]]
     assert len(history) >= 2  # paused and restarted by an exploit
     exploit = history[1]
-    # it resumed from another trial's checkpoint, at that trial's step, with a new lr
+    # it resumed from a stronger trial's checkpoint, at that trial's step, with an lr
+    # explored from the stronger trial's (a neighbour in the list, or resampled)
     assert exploit["origin"] not in (None, weakest.metrics["trial_id"])
-    assert exploit["step"] >= 2 and exploit["lr"] != 0.1
+    assert starts[exploit["origin"]][0]["lr"] > 0.1
+    assert exploit["step"] >= 2 and exploit["lr"] in (0.1, 0.2, 0.4, 0.8)
     assert weakest.metrics["step"] == 8
     assert weakest.metrics["value"] > 8 * 0.1
+
+
+def test_hyperband_pauses_trials_and_resumes_them_from_their_checkpoints(tmp_path):
+    """max_t=4, eta=2: as in Ray, the first bracket (3 trials) runs to max_t unjudged; the
+    second (3 trials) pauses them at iteration 2, keeps the best 2 and stops the third.
+    (No max_concurrent_trials: with it, Ray's basic variant generator creates a trial only
+    when a slot is free, so a finished trial's bracket takes the next ones too.)"""
+    from reference.tune.schedulers import HyperBandScheduler
+
+    hb = HyperBandScheduler(metric="value", mode="max", max_t=4, reduction_factor=2)
+    lrs = [0.1, 0.2, 0.4, 0.8, 0.3, 0.6]
+    grid = _tuner(tune_fns.pbt_fn, tmp_path, {"lr": tune.grid_search(lrs)},
+                  scheduler=hb).fit()
+    assert grid.num_errors == 0 and grid.num_terminated == 6
+    iterations = {r.config["lr"]: r.metrics["training_iteration"] for r in grid}
+    assert iterations == {0.1: 4, 0.2: 4, 0.4: 4, 0.8: 4, 0.3: 2, 0.6: 4}
+    starts = _records(tmp_path, "start")
+    resumed = {tid: s for tid, s in starts.items() if len(s) > 1}
+    # the kept trials of the second bracket that had paused (the last to arrive goes on)
+    assert 1 <= len(resumed) <= 2
+    assert {starts[tid][0]["lr"] for tid in resumed} <= {0.8, 0.6}
+    for tid, history in resumed.items():
+        # each resumed from its own checkpoint, at the milestone where it had paused
+        assert [(h["origin"], h["step"]) for h in history] == [(None, 0), (tid, 2)]
+    assert grid.get_best_result().config["lr"] == 0.8
