@@ -320,4 +320,4 @@ def test_hyperband_pauses_trials_and_resumes_them_from_their_checkpoints(tmp_pat
     for tid, history in resumed.items():
         # each resumed from its own checkpoint, at the milestone where it had paused
         assert [(h["origin"], h["step"]) for h in history] == [(None, 0), (tid, 2)]
-    assert grid.get_best_result().config["lr"] == 0.8
+    assert grid.get_best_result("value", "max").config["lr"] == 0.8
