@@ -106,6 +106,7 @@ def main() -> None:
     parser.add_argument("--storage", default=None)
     args = parser.parse_args()
     root = importlib.import_module(args.impl)
+    importlib.import_module(args.impl + ".train.torch")  # a script's `from ... import TorchTrainer`
     tune = importlib.import_module(args.impl + ".tune")
     schedulers = importlib.import_module(args.impl + ".tune.schedulers")
     storage = args.storage or tempfile.mkdtemp(prefix="tune-asha-")
