@@ -26,6 +26,7 @@ import re
 
 import numpy as np
 import pytest
+import scheduler_standins as standins
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -35,60 +36,17 @@ from reference.tune.schedulers import PopulationBasedTraining, TrialScheduler
 from reference.tune.schedulers._pbt import _experiment_tag, _explore
 from reference.tune.search import Searcher, SearchGenerator
 
-
-class Trial:
-    """A trial as the reference's controller shows it to schedulers."""
-
-    PENDING, RUNNING, PAUSED = "PENDING", "RUNNING", "PAUSED"
-    TERMINATED, ERROR = "TERMINATED", "ERROR"
-
-    def __init__(self, trial_id: str, config: dict | None = None, experiment_tag: str = ""):
-        self.trial_id, self.config, self.experiment_tag = trial_id, config or {}, \
-            experiment_tag
-        self.status, self.last_result = Trial.PENDING, {}
-        self.checkpoint = self.restore_from = None
-        self.experiment_path = ""
-
-    def set_config(self, config: dict) -> None:
-        self.config = config
-
-    def set_experiment_tag(self, tag: str) -> None:
-        self.experiment_tag = tag
-
-    def is_finished(self) -> bool:
-        return self.status in (Trial.TERMINATED, Trial.ERROR)
+Trial = standins.Trial
 
 
-class Controller:
-    """Ray's TuneController as schedulers see it. `_schedule_trial_save` (what Ray's PBT
-    asks of it) resolves at once to the checkpoint of the trial's latest report, as a
-    function trainable's save does."""
-
-    search_alg = None
+class Controller(standins.Controller):
+    """Ray's TuneController as PBT sees it. `_schedule_trial_save` (what Ray's PBT asks of
+    it) resolves at once to the checkpoint of the trial's latest report, as a function
+    trainable's save does."""
 
     def __init__(self, scheduler):
-        self.scheduler, self.trials, self.pauses = scheduler, [], []
+        super().__init__(scheduler)
         self.reported: dict = {}  # id(trial) -> the checkpoint of its latest report
-
-    def get_trials(self):
-        return list(self.trials)
-
-    def get_live_trials(self):
-        return [t for t in self.trials if not t.is_finished()]
-
-    def stop_trial(self, trial) -> None:
-        if trial.is_finished():
-            return
-        if trial.status in ("PENDING", "PAUSED"):
-            self.scheduler.on_trial_remove(self, trial)
-        else:
-            self.scheduler.on_trial_complete(self, trial, trial.last_result)
-        trial.status = "TERMINATED"
-
-    def pause_trial(self, trial, should_checkpoint: bool = True) -> None:
-        self.pauses.append((self.trials.index(trial), should_checkpoint))
-        if trial.status == "RUNNING":
-            trial.status = "PAUSED"
 
     def _schedule_trial_save(self, trial, result=None):
         from ray.train._internal.session import _FutureTrainingResult, _TrainingResult
