@@ -10,15 +10,14 @@ straight through, as Ray's does.
 
 from __future__ import annotations
 
-import copy
 import logging
 
-from reference.tune.search.searcher import Searcher
+from reference.tune.search.searcher import Searcher, WrappingSearcher
 
 logger = logging.getLogger(__name__)
 
 
-class ConcurrencyLimiter(Searcher):
+class ConcurrencyLimiter(WrappingSearcher):
     def __init__(self, searcher: Searcher, max_concurrent: int, batch: bool = False):
         if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int) \
                 or max_concurrent <= 0:
@@ -91,17 +90,3 @@ class ConcurrencyLimiter(Searcher):
                             pruned: bool = False, intermediate_values: list | None = None):
         return self.searcher.add_evaluated_point(parameters, value, error, pruned,
                                                  intermediate_values)
-
-    def get_state(self) -> dict:
-        """The limiter's own bookkeeping (the wrapped searcher saves itself)."""
-        state = {k: v for k, v in self.__dict__.items() if k != "searcher"}
-        return copy.deepcopy(state)
-
-    def set_state(self, state: dict) -> None:
-        self.__dict__.update(state)
-
-    def save(self, checkpoint_path: str) -> None:
-        self.searcher.save(checkpoint_path)
-
-    def restore(self, checkpoint_path: str) -> None:
-        self.searcher.restore(checkpoint_path)

@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 
-from reference.tune.search.searcher import Searcher
+from reference.tune.search.searcher import Searcher, WrappingSearcher
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class _TrialGroup:
         return self.full() and None not in self.scores.values()
 
 
-class Repeater(Searcher):
+class Repeater(WrappingSearcher):
     def __init__(self, searcher: Searcher, repeat: int = 1, set_index: bool = True):
         if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
             raise ValueError(f"Repeater(repeat={repeat!r}): expected an int >= 1.")
@@ -98,15 +98,3 @@ class Repeater(Searcher):
                 mean = np.nanmean(list(group.scores.values()))
             self.searcher.on_trial_complete(group.primary_trial_id, result={metric: mean},
                                             **kwargs)
-
-    def get_state(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "searcher"}
-
-    def set_state(self, state: dict) -> None:
-        self.__dict__.update(state)
-
-    def save(self, checkpoint_path: str) -> None:
-        self.searcher.save(checkpoint_path)
-
-    def restore(self, checkpoint_path: str) -> None:
-        self.searcher.restore(checkpoint_path)

@@ -17,6 +17,7 @@ The controller only ever talks to a `SearchAlgorithm`: `BasicVariantGenerator`, 
 from __future__ import annotations
 
 import abc
+import copy
 import glob
 import logging
 import os
@@ -183,3 +184,20 @@ class SearchAlgorithm(abc.ABC):
 
     @abc.abstractmethod
     def set_state(self, state: dict[str, Any]) -> None: ...
+
+
+class WrappingSearcher(Searcher):
+    """A searcher around another (`self.searcher`): its state is its own bookkeeping (the
+    wrapped searcher saves and restores itself)."""
+
+    def get_state(self) -> dict:
+        return copy.deepcopy({k: v for k, v in self.__dict__.items() if k != "searcher"})
+
+    def set_state(self, state: dict) -> None:
+        self.__dict__.update(state)
+
+    def save(self, checkpoint_path: str) -> None:
+        self.searcher.save(checkpoint_path)
+
+    def restore(self, checkpoint_path: str) -> None:
+        self.searcher.restore(checkpoint_path)
