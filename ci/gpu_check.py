@@ -3,11 +3,20 @@
     python ci/gpu_check.py [--out report.json]
 
 Each check runs in its own process with a deadline and is skipped, with the reason, where
-what it needs is missing (no CUDA device, no jax CUDA plugin). On a machine without GPUs
-every check skips and the script exits 0; a check that runs and fails makes it exit 1.
+what it needs is missing (no CUDA device, no jax CUDA plugin, no deepspeed or lightning). On
+a machine without GPUs every check skips and the script exits 0; a check that runs and fails
+makes it exit 1.
 
 - torch: a one-worker TorchTrainer with use_gpu=True sees cuda:0 through get_device(),
   runs a matmul there, and its batches from iter_torch_batches(device="auto") land on it;
+- deepspeed: Ray's DeepSpeed guide with a one-worker TorchTrainer (use_gpu=True): the
+  training function's `deepspeed.initialize` (ZeRO stage 2, bf16, a torch Adam) joins the
+  nccl group, trains on cuda:0, and `save_checkpoint` writes a folder that `load_checkpoint`
+  reads back in a second fit of the same run (which goes on from the step saved). The CPU
+  run of the guide, two workers and a killed one, is tests/reference/train/torch/test_deepspeed.py;
+- lightning_deepspeed: a Lightning Trainer with RayDeepSpeedStrategy(stage=2) and
+  RayLightningEnvironment inside a one-worker GPU TorchTrainer fits a tiny module on
+  cuda:0 (Lightning's DeepSpeedStrategy refuses any accelerator but CUDA);
 - jax: a one-worker JaxTrainer with use_gpu=True (JaxConfig follows the ScalingConfig)
   initialises jax.distributed on the CUDA platform: process_count 1, a cuda device,
   CUDA_VISIBLE_DEVICES as the worker group set it.
@@ -38,6 +47,76 @@ assert v["device"] == "cuda:0" and v["batch"] == "cuda:0" and v["sum"] == 256.0 
 print(json.dumps(v))
 """
 
+DEEPSPEED = """
+import tempfile, torch, deepspeed, reference.train as train
+from reference.train.torch import TorchTrainer, get_device
+def fn(config):
+    torch.manual_seed(0)
+    model = torch.nn.Linear(8, 1)
+    engine, _, _, _ = deepspeed.initialize(
+        model=model, optimizer=torch.optim.Adam(model.parameters(), lr=1e-2),
+        config={"train_micro_batch_size_per_gpu": 4, "bf16": {"enabled": True},
+                "zero_optimization": {"stage": 2}})
+    start, ckpt = 0, train.get_checkpoint()
+    if ckpt:
+        with ckpt.as_directory() as d:
+            start = engine.load_checkpoint(d)[1]["step"] + 1
+    device = get_device()
+    for step in range(start, start + 3):
+        x = torch.randn(4, 8, device=device, dtype=torch.bfloat16)
+        loss = engine(x).float().pow(2).mean()
+        engine.backward(loss)
+        engine.step()
+        with tempfile.TemporaryDirectory() as d:
+            engine.save_checkpoint(d, client_state={"step": step})
+            train.report({"step": step, "loss": loss.item()},
+                         checkpoint=train.Checkpoint.from_directory(d))
+    return {"device": str(next(engine.module.parameters()).device), "start": start,
+            "backend": torch.distributed.get_backend(), "stage": engine.zero_optimization_stage()}
+def fit():  # the same run name: the second fit resumes from the first's last checkpoint
+    return TorchTrainer(fn, train_loop_config={},
+                        scaling_config=train.ScalingConfig(num_workers=1, use_gpu=True),
+                        run_config=train.RunConfig(storage_path=sys.argv[1], name="ds")).fit()
+first = fit()
+second = fit()
+v = {"first": first.return_value, "second": second.return_value}
+assert v["first"] == {"device": "cuda:0", "start": 0, "backend": "nccl", "stage": 2}, v
+assert v["second"]["start"] == 3 and second.metrics["step"] == 5, v
+print(json.dumps(v))
+"""
+
+LIGHTNING_DEEPSPEED = """
+import torch, lightning.pytorch as pl, reference.train as train
+from torch.utils.data import DataLoader, TensorDataset
+from reference.train.torch import TorchTrainer
+from reference.train.lightning import (RayDeepSpeedStrategy, RayLightningEnvironment,
+                                       prepare_trainer)
+class Tiny(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(8, 1)
+    def training_step(self, batch, batch_idx):
+        return torch.nn.functional.mse_loss(self.layer(batch[0]), batch[1])
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters(), lr=1e-2)
+def fn():
+    data = TensorDataset(torch.randn(32, 8), torch.randn(32, 1))
+    strategy = RayDeepSpeedStrategy(stage=2)
+    trainer = prepare_trainer(pl.Trainer(
+        max_epochs=1, devices="auto", accelerator="auto", strategy=strategy,
+        plugins=[RayLightningEnvironment()], enable_progress_bar=False, logger=False,
+        enable_checkpointing=False, enable_model_summary=False))
+    model = Tiny()
+    trainer.fit(model, train_dataloaders=DataLoader(data, batch_size=4))
+    return {"root_device": str(strategy.root_device), "steps": trainer.global_step,
+            "param_device": str(next(model.parameters()).device)}
+r = TorchTrainer(fn, scaling_config=train.ScalingConfig(num_workers=1, use_gpu=True),
+                 run_config=train.RunConfig(storage_path=sys.argv[1])).fit()
+v = r.return_value
+assert v == {"root_device": "cuda:0", "steps": 8, "param_device": "cuda:0"}, v
+print(json.dumps(v))
+"""
+
 JAX = """
 import os, reference.train as train
 from reference.train.v2.jax import JaxTrainer
@@ -55,17 +134,27 @@ print(json.dumps(v))
 """
 
 
+CUDA_THEN = ("import importlib.util, torch\n"
+             "if not torch.cuda.is_available(): raise SystemExit(3)\n"
+             "raise SystemExit(0 if all(importlib.util.find_spec(m) for m in {!r}) else 4)")
+
+
 def _skip_reason(name: str) -> str | None:
     probe = {"torch": "import torch; raise SystemExit(0 if torch.cuda.is_available() else 3)",
+             "deepspeed": CUDA_THEN.format(("deepspeed",)),
+             "lightning_deepspeed": CUDA_THEN.format(("deepspeed", "lightning")),
              "jax": "import importlib.metadata as m; raise SystemExit(0 if any("
                     "(d.metadata['Name'] or '').lower().startswith(('jax-cuda', 'jax_cuda'))"
                     " for d in m.distributions()) else 3)"}[name]
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=120)
     if done.returncode == 0:
         return None
-    return {"torch": "no CUDA device visible to torch",
-            "jax": "no jax CUDA plugin installed"}.get(name) if done.returncode == 3 else \
-        f"{name} is not importable: {done.stderr.decode()[-300:]}"
+    if done.returncode == 3:
+        return "no jax CUDA plugin installed" if name == "jax" else \
+            "no CUDA device visible to torch"
+    if done.returncode == 4:
+        return "deepspeed or lightning is not installed (the deepspeed and lightning extras)"
+    return f"{name} is not importable: {done.stderr.decode()[-300:]}"
 
 
 def run_check(name: str, body: str, timeout_s: float) -> dict:
@@ -91,9 +180,11 @@ def main() -> int:
                                                       "gpu_check.json"))
     parser.add_argument("--timeout", type=float, default=240.0)
     args = parser.parse_args()
-    results = [run_check("torch", TORCH, args.timeout), run_check("jax", JAX, args.timeout)]
+    checks = {"torch": TORCH, "deepspeed": DEEPSPEED, "lightning_deepspeed": LIGHTNING_DEEPSPEED,
+              "jax": JAX}
+    results = [run_check(name, body, args.timeout) for name, body in checks.items()]
     for r in results:
-        print(f"{r['check']:6} {r['status']:8} {r.get('reason') or r.get('seen')}")
+        print(f"{r['check']:19} {r['status']:8} {r.get('reason') or r.get('seen')}")
     with open(args.out, "w") as f:
         json.dump(results, f, indent=2)
     return 1 if any(r["status"] == "failed" for r in results) else 0

@@ -14,8 +14,9 @@ def test_without_gpus_the_checks_skip_with_reasons(tmp_path):
                            str(out)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     report = {r["check"]: r for r in json.loads(out.read_text())}
-    assert sorted(report) == ["jax", "torch"]
+    assert sorted(report) == ["deepspeed", "jax", "lightning_deepspeed", "torch"]
     torch = __import__("pytest").importorskip("torch")
     if not torch.cuda.is_available():
-        assert report["torch"] == {"check": "torch", "status": "skipped",
-                                   "reason": "no CUDA device visible to torch"}
+        for name in ("torch", "deepspeed", "lightning_deepspeed"):
+            assert report[name] == {"check": name, "status": "skipped",
+                                    "reason": "no CUDA device visible to torch"}

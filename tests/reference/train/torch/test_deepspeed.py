@@ -1,0 +1,90 @@
+"""Ray's DeepSpeed guide on the reference, on CPUs: a TorchTrainer of 2 workers whose
+training function calls `deepspeed.initialize` (ZeRO stage 1 or 2 with torch's Adam, not
+DeepSpeed's compiled optimizers) on the gloo group the trainer made, reports a `save_checkpoint` folder each step, and
+resumes from it after a worker died. Needs the `deepspeed` extra and a C++ compiler: on
+CPUs, `deepspeed.initialize` JIT-builds DeepSpeed's shared-memory collectives
+(`deepspeed_shm_comm`, g++ with OpenMP) once per TORCH_EXTENSIONS_DIR, about 2 minutes on
+2 busy cores, and fails without a compiler."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import sys
+
+import pytest
+
+# found, not imported: deepspeed loads in the workers; this process only drives the fit
+if importlib.util.find_spec("deepspeed") is None:
+    pytest.skip("deepspeed is not installed (the deepspeed extra)", allow_module_level=True)
+if shutil.which(os.environ.get("CXX", "c++")) is None:
+    pytest.skip("no C++ compiler: DeepSpeed's CPU backend builds its deepspeed_shm_comm op "
+                "with one at deepspeed.initialize", allow_module_level=True)
+
+import deepspeed_fns as fns  # noqa: E402
+
+import reference.train as train  # noqa: E402
+from reference.train.torch import TorchTrainer  # noqa: E402
+
+# the helpers the framework folders share live one folder up
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from framework_fixtures import TORCH_PRELOAD, bounded, gbdt_cluster  # noqa: E402, F401
+
+pytestmark = pytest.mark.slow
+# the `bounded` deadline: the first test may build deepspeed_shm_comm (see above)
+LIMIT_S = 360
+CONFIG = {"n": 48, "batch": 4, "lr": 0.05, "steps": 6}
+
+
+@pytest.fixture(scope="module")
+def deepspeed_cluster():
+    """Two CPUs whose workers fork with torch, deepspeed and the training function loaded."""
+    with gbdt_cluster(*TORCH_PRELOAD, "deepspeed", "deepspeed_fns", cpus=2):
+        yield
+
+
+def _records(out, rank: int) -> list:
+    return [json.loads(line) for line in (out / f"rank{rank}.jsonl").read_text().splitlines()]
+
+
+def _max_abs_error(a: list, b: list) -> float:
+    return max(abs(x - y) for x, y in zip(a, b, strict=True))
+
+
+@pytest.mark.parametrize("stage", [1, 2])
+def test_zero_resumes_from_its_checkpoint_after_a_worker_died(deepspeed_cluster, tmp_path,
+                                                               stage):
+    """Rank 1 exits after the report of step 2 (of 0..5); the second group loads that
+    checkpoint (`load_checkpoint`, optimizer shards included) and trains steps 3..5. Both
+    ranks end with the same parameters, those of Adam on the whole batch in one process."""
+    out = tmp_path / "out"
+    out.mkdir()
+    config = {**CONFIG, "stage": stage, "out": str(out), "kill_after": 2}
+    result = TorchTrainer(
+        fns.deepspeed_loop, train_loop_config=config,
+        scaling_config=train.ScalingConfig(num_workers=2),
+        run_config=train.RunConfig(name=f"zero{stage}", storage_path=str(tmp_path / "s"),
+                                   failure_config=train.FailureConfig(max_failures=1))).fit()
+    assert result.error is None
+    assert (out / "killed").read_text() == "2"
+
+    ranks = [_records(out, r) for r in (0, 1)]
+    for records in ranks:
+        starts = [r for r in records if "start" in r]
+        assert [(s["start"], s["resumed"]) for s in starts] == [(0, False), (3, True)]
+        assert {(s["zero_stage"], s["backend"]) for s in starts} == {(stage, "gloo")}
+    weights = [records[-1]["weights"] for records in ranks]
+    assert weights[0] == weights[1]  # ZeRO gathers every rank's updated partition
+    assert _max_abs_error(weights[0], fns.single_process(config)) < 1e-5
+
+    assert result.metrics["step"] == CONFIG["steps"] - 1
+    assert [m["step"] for _, m in result.best_checkpoints][-3:] == [3, 4, 5]
+    # One folder in DeepSpeed's layout, every rank's files in it: rank 0's model states
+    # and one optimizer shard per rank.
+    with result.checkpoint.as_directory() as folder:
+        tag = open(os.path.join(folder, "latest")).read().strip()
+        assert sorted(os.listdir(os.path.join(folder, tag))) == [
+            "mp_rank_00_model_states.pt", "zero_pp_rank_0_mp_rank_00_optim_states.pt",
+            "zero_pp_rank_1_mp_rank_00_optim_states.pt"]
