@@ -22,6 +22,31 @@ logger = logging.getLogger(__name__)
 _DEPRECATED = v.DEPRECATED
 _RAY_TUNE_FIX = ("It was a Ray Tune option; remove it, or run training as a single Ray Tune "
                  "trial if you rely on it.")
+_MIGRATION = v.RAY_MIGRATION_GUIDE
+# Ray 2.60's messages (ray/train/v2/api/config.py, v2/_internal/migration_utils.py), which
+# ours start with word for word so that code matching Ray's text matches ours.
+_RAY_TRAINER_RESOURCES = (
+    "`ray.train.ScalingConfig(trainer_resources)` is deprecated. This parameter was an "
+    "advanced configuration that specified resources for the Ray Train driver actor, which "
+    "doesn't need to reserve logical resources because it doesn't perform any heavy "
+    "computation. Only the `resources_per_worker` parameter should be used to specify "
+    f"resources for the training workers. {_MIGRATION}")
+_RAY_FAIL_FAST = (
+    "`ray.train.FailureConfig(fail_fast)` is deprecated since it is only relevant in the "
+    "context of multiple trials running in Ray Tune. This parameter is still available in "
+    f"`ray.tune.FailureConfig` for passing into a `ray.tune.Tuner`. {_MIGRATION}")
+_RAY_CHECKPOINT_OPTION = (
+    "`{}` is deprecated since it does not apply to user-defined training functions. Please "
+    "remove this argument from your CheckpointConfig.")
+_RAY_RUN_CONFIG_OPTION = (
+    "`RunConfig({})` is deprecated. This configuration was a Ray Tune API that did not "
+    "support Ray Train usage well, so we are dropping support going forward. If you heavily "
+    "rely on these configurations, you can run Ray Train as a single Ray Tune trial. See "
+    "this issue for more context: https://github.com/ray-project/ray/issues/49454")
+_RAY_CALLBACKS = (
+    "All callbacks must be instances of `ray.train.UserCallback`. Passing in a Ray Tune "
+    "callback is no longer supported. See this issue for more context: "
+    "https://github.com/ray-project/ray/issues/49454")
 
 
 @dataclass
@@ -50,7 +75,7 @@ class ScalingConfig:
         v.check_not_deprecated(
             "ScalingConfig", "trainer_resources", self.trainer_resources, None,
             "The controller reserves no resources; remove trainer_resources and size the "
-            "workers with resources_per_worker.")
+            "workers with resources_per_worker.", ray_text=_RAY_TRAINER_RESOURCES)
         v.check_num_workers(self.num_workers)
         v.check_non_negative("ScalingConfig", "elastic_resize_monitor_interval_s",
                              self.elastic_resize_monitor_interval_s)
@@ -79,10 +104,9 @@ class ScalingConfig:
                 self.topology, self.accelerator_type, self.resources_per_worker)
         except Exception as exc:
             raise ValueError(
-                "Could not parse TPU topology details for ScalingConfig(accelerator_type="
-                f"{self.accelerator_type!r}, topology={self.topology!r}): {exc}\n"
-                "Pass a topology such as '4x4' or '2x2x2' and an accelerator_type such as "
-                "'TPU-V6E'."
+                f"Could not parse TPU topology details for type={self.accelerator_type}, "
+                f"topology={self.topology}. Error: {exc}\nPass a topology such as '4x4' or "
+                "'2x2x2' and an accelerator_type such as 'TPU-V6E'."
             ) from exc
         v.check_slice_multiple("num_workers", self.max_workers, per_slice, self.topology)
         v.check_slice_multiple("min_workers", self.min_workers, per_slice, self.topology)
@@ -168,10 +192,9 @@ class CheckpointConfig:
     def __post_init__(self):
         fix = ("It does not apply to training functions, which checkpoint by passing "
                "checkpoint= to report(); remove it.")
-        v.check_not_deprecated("CheckpointConfig", "checkpoint_frequency",
-                               self.checkpoint_frequency, _DEPRECATED, fix)
-        v.check_not_deprecated("CheckpointConfig", "checkpoint_at_end",
-                               self.checkpoint_at_end, _DEPRECATED, fix)
+        for name in ("checkpoint_frequency", "checkpoint_at_end"):
+            v.check_not_deprecated("CheckpointConfig", name, getattr(self, name), _DEPRECATED,
+                                   fix, ray_text=_RAY_CHECKPOINT_OPTION.format(name))
         v.check_positive_or_none("CheckpointConfig", "num_to_keep", self.num_to_keep)
         v.check_one_of("CheckpointConfig", "checkpoint_score_order",
                        self.checkpoint_score_order, ("max", "min"))
@@ -191,7 +214,8 @@ class FailureConfig:
 
     def __post_init__(self):
         v.check_not_deprecated("FailureConfig", "fail_fast", self.fail_fast, _DEPRECATED,
-                               "Use max_failures=0 to fail on the first error.")
+                               "Use max_failures=0 to fail on the first error.",
+                               ray_text=_RAY_FAIL_FAST)
 
 
 @dataclass
@@ -239,18 +263,18 @@ class RunConfig:
             self.storage_path = self.storage_path.as_posix()
         for name in ("sync_config", "verbose", "stop", "progress_reporter", "log_to_file"):
             v.check_not_deprecated("RunConfig", name, getattr(self, name), _DEPRECATED,
-                                   _RAY_TUNE_FIX)
+                                   _RAY_TUNE_FIX, ray_text=_RAY_RUN_CONFIG_OPTION.format(name))
         if not self.name:
             self.name = f"ray_train_run-{datetime.today().strftime('%Y-%m-%d_%H-%M-%S')}"
         self.callbacks = self.callbacks or []
         self.worker_runtime_env = self.worker_runtime_env or {}
         v.check_all_instances("RunConfig", "callbacks", self.callbacks, RayTrainCallback,
-                              "UserCallback", "Subclass reference.train.UserCallback; Tune callbacks are not "
-                              "supported.")
+                              "UserCallback", "Subclass reference.train.UserCallback.",
+                              ray_text=_RAY_CALLBACKS)
         v.check_instance("RunConfig", "checkpoint_config", self.checkpoint_config,
-                         CheckpointConfig, "Use reference.train.CheckpointConfig instead.")
+                         CheckpointConfig, "Use `ray.train.CheckpointConfig` instead.")
         v.check_instance("RunConfig", "failure_config", self.failure_config,
-                         FailureConfig, "Use reference.train.FailureConfig instead.")
+                         FailureConfig, "Use `ray.train.FailureConfig` instead.")
 
 
 def default_storage_path() -> str:

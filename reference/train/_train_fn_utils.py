@@ -24,8 +24,9 @@ def report(
     """Report metrics, and optionally a checkpoint, for this round. Every rank must call it
     the same number of times: each call is one consolidated round across ranks."""
     session = get_session("report")
-    if validation and not checkpoint:
-        raise ValueError("report(validation=...) requires a checkpoint: pass `checkpoint=`.")
+    if validation and not checkpoint:  # Ray's message, then the fix
+        raise ValueError("Validation requires a checkpoint to be provided. Got "
+                         f"report(validation={validation!r}) without one: pass `checkpoint=`.")
     session.report(metrics, checkpoint, checkpoint_dir_name, checkpoint_upload_mode,
                    delete_local_checkpoint_after_upload, checkpoint_upload_fn, validation)
 
@@ -33,6 +34,13 @@ def report(
 def get_context():
     """The TrainContext of this worker (ranks, world size, experiment name)."""
     return get_session("get_context").context
+
+
+def get_preemption_info():
+    """A `PreemptionInfo` while a node of the run is being preempted, else None (always None
+    in local mode). A collective: every rank must call it the same number of times, and all
+    get rank 0's view."""
+    return get_session("get_preemption_info").collective("preemption", None)
 
 
 def get_checkpoint():

@@ -14,6 +14,14 @@ from reference.train._config import RunConfig, ScalingConfig
 from reference.train._context import TrainContext
 from reference.train.backend import BackendConfig
 
+#: Ray's message, then the fix
+_RESTORE_DEPRECATED = (
+    "The `restore` and `can_restore` APIs are deprecated and will be removed in a future "
+    "release. See this issue for more context and migration options: "
+    "https://github.com/ray-project/ray/issues/49454. To resume a run, fit() a new trainer "
+    "with the same `RunConfig(storage_path, name)`: it starts from the run's latest "
+    "checkpoint (`get_checkpoint()` in the training function).")
+
 
 def _required_params(fn: Callable) -> int:
     params = inspect.signature(fn).parameters.values()
@@ -79,6 +87,17 @@ class DataParallelTrainer:
         if not isinstance(self.scaling_config, ScalingConfig):
             raise ValueError(f"scaling_config={self.scaling_config!r}: expected a "
                              "reference.train.ScalingConfig.")
+
+    @classmethod
+    def restore(cls, *args, **kwargs):
+        """Deprecated, as in Ray 2.60: raises DeprecationWarning. A run resumes by itself:
+        fit() a trainer with the same `RunConfig(storage_path, name)`."""
+        raise DeprecationWarning(_RESTORE_DEPRECATED)
+
+    @classmethod
+    def can_restore(cls, *args, **kwargs):
+        """Deprecated, as in Ray 2.60: raises DeprecationWarning (see `restore`)."""
+        raise DeprecationWarning(_RESTORE_DEPRECATED)
 
     def _train_fn(self) -> Callable[[], Any]:
         return construct_train_fn(self.train_loop_per_worker, self.train_loop_config,

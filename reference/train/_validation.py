@@ -20,14 +20,25 @@ from reference.train._internal.accelerators import tpu
 
 DEPRECATED = "DEPRECATED"
 
-_MIGRATION_ISSUE = "See https://github.com/ray-project/ray/issues/49454."
+#: the tail of Ray's V2 migration messages (``ray.train.constants.V2_MIGRATION_GUIDE_MESSAGE``)
+RAY_MIGRATION_GUIDE = (
+    "See this issue for more context and migration options: "
+    "https://github.com/ray-project/ray/issues/49454. Disable these warnings by setting the "
+    "environment variable: RAY_TRAIN_ENABLE_V2_MIGRATION_WARNINGS=0")
+
+# Every message below opens with Ray 2.60's text for the same error, word for word (typos
+# included), so `pytest.raises(match=...)` written against Ray matches here too; what we add
+# (the argument as passed, the fix) follows it.
 
 
-def check_not_deprecated(owner: str, name: str, value: Any, unset: Any, fix: str) -> None:
-    """A removed argument was passed: raise DeprecationWarning (Ray raises, it does not warn)."""
+def check_not_deprecated(owner: str, name: str, value: Any, unset: Any, fix: str,
+                         ray_text: str | None = None) -> None:
+    """A removed argument was passed: raise DeprecationWarning (Ray raises, it does not warn).
+    `ray_text`: Ray's message for it, which the message starts with."""
     if value is unset or (unset is not None and value == unset):
         return
-    raise DeprecationWarning(f"`{owner}({name})` is deprecated; got {name}={value!r}. {fix}")
+    head = ray_text or f"`{owner}({name})` is deprecated."
+    raise DeprecationWarning(f"{head} Got {owner}({name}={value!r}). {fix}".rstrip())
 
 
 def check_num_workers(value: Any) -> None:
@@ -37,7 +48,7 @@ def check_num_workers(value: Any) -> None:
                and all(isinstance(n, int) for n in value))
     if not (fixed or elastic):
         raise ValueError(
-            "ScalingConfig(num_workers) must be an int or a tuple of two ints; got "
+            "ScalingConfig(num_workers) must be an int or a tuple of two ints. Got "
             f"num_workers={value!r}. Pass num_workers=N for a fixed group or "
             "num_workers=(min_workers, max_workers) for elastic training."
         )
@@ -45,7 +56,7 @@ def check_num_workers(value: Any) -> None:
 
 def check_non_negative(owner: str, name: str, value: Any) -> None:
     if value < 0:
-        raise ValueError(f"{owner}({name}) must be non-negative; got {name}={value!r}.")
+        raise ValueError(f"{owner}({name}) must be non-negative. Got {name}={value!r}.")
 
 
 def check_worker_bounds(num_workers: Any, min_workers: int, max_workers: int) -> None:
@@ -64,8 +75,9 @@ def check_worker_bounds(num_workers: Any, min_workers: int, max_workers: int) ->
 def check_accelerator_choice(use_gpu: Any, use_tpu: Any) -> None:
     if use_gpu and use_tpu:
         raise ValueError(
-            f"ScalingConfig(use_gpu={use_gpu!r}, use_tpu={use_tpu!r}): cannot specify both "
-            "`use_gpu=True` and `use_tpu=True`; a worker uses one kind of accelerator."
+            "Cannot specify both `use_gpu=True` and `use_tpu=True`. Got "
+            f"ScalingConfig(use_gpu={use_gpu!r}, use_tpu={use_tpu!r}); a worker uses one kind "
+            "of accelerator."
         )
 
 
@@ -73,14 +85,16 @@ def check_tpu_request(use_tpu: Any, num_tpus: Any) -> None:
     """TPUs in resources_per_worker and use_tpu must agree."""
     if not use_tpu and num_tpus > 0:
         raise ValueError(
-            f"ScalingConfig(use_tpu={use_tpu!r}) but `TPU` was found in resources_per_worker "
-            f"(TPU={num_tpus!r}). Either set use_tpu=True or remove `TPU` from "
-            "resources_per_worker."
+            "`use_tpu` is False but `TPU` was found in `resources_per_worker`. Either set "
+            "`use_tpu` to True or remove `TPU` from `resources_per_worker. Got "
+            f"ScalingConfig(use_tpu={use_tpu!r}) with TPU={num_tpus!r} in resources_per_worker."
         )
     if use_tpu and num_tpus == 0:
         raise ValueError(
-            "ScalingConfig(use_tpu=True) but resources_per_worker requests no `TPU` (TPU=0 "
-            "or absent). Either set use_tpu=False or request a positive number of `TPU`."
+            "`use_tpu` is True but `TPU` is set to 0 in `resources_per_worker`. Either set "
+            "`use_tpu` to False or request a positive number of `TPU` in "
+            "`resources_per_worker. Got ScalingConfig(use_tpu=True) with TPU=0 (or absent); "
+            "pass use_tpu=False or a positive TPU amount."
         )
 
 
@@ -91,35 +105,41 @@ def check_tpu_slice_settings(max_workers: int, topology: Any, accelerator_type: 
         return
     if not topology:
         raise ValueError(
-            "ScalingConfig(use_tpu=True, num_workers>1) needs `topology`; got "
-            f"topology={topology!r}. Pass the slice shape, e.g. topology='4x4'."
+            "`topology` must be specified in ScalingConfig when `use_tpu=True`  and "
+            f"`num_workers` > 1. Got topology={topology!r}. Pass the slice shape, e.g. "
+            "topology='4x4'."
         )
     if not accelerator_type:
         raise ValueError(
-            "ScalingConfig(use_tpu=True, num_workers>1) needs `accelerator_type`; got "
-            f"accelerator_type={accelerator_type!r}. Pass e.g. accelerator_type='TPU-V6E'."
+            "`accelerator_type` must be specified in ScalingConfig when `use_tpu=True` and "
+            f"`num_workers` > 1. Got accelerator_type={accelerator_type!r}. Pass e.g. "
+            "accelerator_type='TPU-V6E'."
         )
     if label_selector:
         raise ValueError(
-            f"ScalingConfig(use_tpu=True) cannot take label_selector={label_selector!r}: "
-            "the TPU slice is reserved with its own label. Remove label_selector."
+            "Cannot set `label_selector` when `use_tpu=True` because Ray Train automatically "
+            "reserves a TPU slice with a predefined label. Got "
+            f"label_selector={label_selector!r}. Remove label_selector."
         )
 
 
 def check_slice_multiple(name: str, value: int, workers_per_slice: int, topology: str) -> None:
     if workers_per_slice > 0 and value % workers_per_slice != 0:
         raise ValueError(
-            f"ScalingConfig({name}={value!r}) must be a multiple of {workers_per_slice}, the "
-            f"workers in one slice of topology={topology!r}: TPU jobs run on whole slices."
+            f"The configured `{name}` ({value}) must be a multiple of {workers_per_slice} for "
+            f"the specified topology ({topology}). TPU workloads typically require symmetric "
+            "resource distribution across all slices to function correctly. Got "
+            f"ScalingConfig({name}={value!r}, topology={topology!r})."
         )
 
 
 def check_label_selector_length(label_selector: Any, max_workers: int) -> None:
     if isinstance(label_selector, list) and len(label_selector) != max_workers:
         raise ValueError(
-            f"ScalingConfig(label_selector=[...]) has {len(label_selector)} entries, but a "
-            f"list must have one per worker (max_workers={max_workers}). Pass a single dict "
-            "to apply the same selector to every worker."
+            "If `label_selector` is a list, it must be the same length as `max_workers` (or "
+            f"`num_workers` when fixed). Got {len(label_selector)} entries for "
+            f"max_workers={max_workers}. Pass a single dict to apply the same selector to "
+            "every worker."
         )
 
 
@@ -127,9 +147,9 @@ def check_gpu_request(use_gpu: Any, num_gpus: Any) -> None:
     # use_gpu=True with GPU: 0 never fails: zero entries are dropped and GPU falls back to 1.
     if not use_gpu and num_gpus > 0:
         raise ValueError(
-            f"ScalingConfig(use_gpu={use_gpu!r}) but `GPU` was found in resources_per_worker "
-            f"(GPU={num_gpus!r}). Either set use_gpu=True or remove `GPU` from "
-            "resources_per_worker."
+            "`use_gpu` is False but `GPU` was found in `resources_per_worker`. Either set "
+            "`use_gpu` to True or remove `GPU` from `resources_per_worker. Got "
+            f"ScalingConfig(use_gpu={use_gpu!r}) with GPU={num_gpus!r} in resources_per_worker."
         )
 
 
@@ -178,16 +198,16 @@ def check_positive_or_none(owner: str, name: str, value: Any) -> None:
     # Not an int check: Ray accepts num_to_keep=1.5.
     if value is not None and value <= 0:
         raise ValueError(
-            f"{owner}({name}={value!r}): received invalid {name}: {value}. "
-            "Must be None or an integer >= 1."
+            f"Received invalid {name}: {value}. Must be None or an integer >= 1. Got "
+            f"{owner}({name}={value!r})."
         )
 
 
 def check_one_of(owner: str, name: str, value: Any, allowed: tuple) -> None:
     if value not in allowed:
         choices = " or ".join(repr(a) for a in allowed)
-        raise ValueError(f"{owner}({name}={value!r}): received invalid {name}. "
-                         f"Must be {choices}.")
+        raise ValueError(f"Received invalid {name}: {value}. Must be {choices}. Got "
+                         f"{owner}({name}={value!r}).")
 
 
 def check_log_level(value: Any) -> str:
@@ -196,8 +216,8 @@ def check_log_level(value: Any) -> str:
     valid = set(logging._nameToLevel) | {"TRACE"}
     if not isinstance(value, str) or value.upper() not in valid:
         raise ValueError(
-            f"LoggingConfig(log_level={value!r}): invalid log_level. Must be one of: "
-            f"{', '.join(repr(v) for v in sorted(valid))}."
+            f"Invalid log_level: {value!r}. Must be one of: "
+            f"{', '.join(repr(v) for v in sorted(valid))}. Got LoggingConfig(log_level={value!r})."
         )
     return value.upper()
 
@@ -205,19 +225,18 @@ def check_log_level(value: Any) -> str:
 def check_instance(owner: str, name: str, value: Any, cls: type, fix: str) -> None:
     if not isinstance(value, cls):
         raise ValueError(
-            f"{owner}({name}={value!r}): Invalid `{cls.__name__}` type: {type(value)}. "
-            f"{fix} {_MIGRATION_ISSUE}"
+            f"Invalid `{cls.__name__}` type: {type(value)}. {fix} See this issue for more "
+            f"context: https://github.com/ray-project/ray/issues/49454 (the reference's class "
+            f"is reference.train.{cls.__name__}). Got {owner}({name}={value!r})."
         )
 
 
 def check_all_instances(owner: str, name: str, values: Any, cls: type, shown: str,
-                        fix: str) -> None:
+                        fix: str, ray_text: str | None = None) -> None:
     wrong = [v for v in values if not isinstance(v, cls)]
     if wrong:
-        raise ValueError(
-            f"{owner}({name}=[...]): All {name} must be instances of `{shown}`; got "
-            f"{wrong!r}. {fix} {_MIGRATION_ISSUE}"
-        )
+        head = ray_text or f"All {name} must be instances of `{shown}`."
+        raise ValueError(f"{head} Got {owner}({name}=[...]) with {wrong!r}. {fix}")
 
 
 def tpu_slice_workers(topology: str, accelerator_type: str,

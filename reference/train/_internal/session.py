@@ -23,6 +23,8 @@ TUNE_REPLACED = ("report", "get_context", "get_checkpoint", "get_preemption_info
 
 class Session(abc.ABC):
     context: Any
+    #: a worker of a run (not local mode): what Ray's distributed-only behaviour keys on
+    distributed: bool = False
 
     @abc.abstractmethod
     def report(self, metrics: dict, checkpoint, checkpoint_dir_name: str | None,
@@ -39,6 +41,12 @@ class Session(abc.ABC):
     def get_all_reported_checkpoints(self, consistency_mode, timeout_s) -> list:
         """`ReportedCheckpoint`s of the checkpoints the run holds, worst to best."""
 
+    def collective(self, kind: str, data: Any) -> Any:
+        """One collective over all ranks: "barrier" (None), "broadcast" (rank 0's `data`)
+        or "preemption" (a PreemptionInfo or None). This default is a session of one rank
+        that nothing preempts (local mode): a barrier passes, a broadcast returns `data`."""
+        return data if kind == "broadcast" else None
+
 
 def set_session(session: Session | None) -> None:
     global _current
@@ -54,9 +62,10 @@ def get_session(fn_name: str) -> Session:
             f"`train.{fn_name}` is deprecated when running in a function passed to Tune. "
             f"Please use the equivalent `tune` API instead (`reference.tune.{fn_name}`).")
     if session is None:
-        raise RuntimeError(
-            f"`{fn_name}` cannot be used outside of a training function: it was called from "
-            "the driver or another process that `trainer.fit()` did not start. Call it inside "
-            "the function passed as `train_loop_per_worker`."
+        raise RuntimeError(  # Ray's message, then the fix
+            f"`{fn_name}` cannot be used outside of a Ray Train training function. You are "
+            "calling this API from the driver or another non-training process. These "
+            "utilities are only available within a function launched by `trainer.fit()`. "
+            "Call it inside the function passed as `train_loop_per_worker`."
         )
     return session

@@ -3,8 +3,9 @@ get_network_params, RayTrainReportCallback and normalize_pandas_for_lightgbm. Li
 trains over its own sockets between the workers; the backend gives every worker the
 machine list and its own port, which the training function merges into its params.
 
-Ray's ``LightGBMCheckpoint`` (the V1 framework checkpoint) is not here: Train V2 reports
-plain ``Checkpoint`` folders, which `RayTrainReportCallback.get_model` reads.
+``LightGBMCheckpoint`` is Ray's V1 framework checkpoint, kept because Ray 2.60 exports it:
+building one warns (RayDeprecationWarning). Train V2 reports plain ``Checkpoint`` folders,
+which `RayTrainReportCallback.get_model` reads.
 """
 
 try:
@@ -17,8 +18,9 @@ from reference.train.lightgbm._callback import (
     RayTrainReportCallback,
     normalize_pandas_for_lightgbm,
 )
+from reference.train.lightgbm._checkpoint import LightGBMCheckpoint
 from reference.train.lightgbm._config import LightGBMConfig, get_network_params
 from reference.train.lightgbm._trainer import LightGBMTrainer
 
-__all__ = ["LightGBMConfig", "LightGBMTrainer", "RayTrainReportCallback", "get_network_params",
+__all__ = ["LightGBMCheckpoint", "LightGBMConfig", "LightGBMTrainer", "RayTrainReportCallback", "get_network_params",
            "normalize_pandas_for_lightgbm"]

@@ -8,6 +8,7 @@ except ModuleNotFoundError:
         "PyTorch isn't installed. To install PyTorch, run 'pip install torch'") from None
 
 from reference.train.torch._config import TorchConfig
+from reference.train.torch._torch_checkpoint import TorchCheckpoint
 from reference.train.torch._train_loop_utils import (
     accelerate,
     backward,
@@ -21,6 +22,7 @@ from reference.train.torch._train_loop_utils import (
 from reference.train.torch._trainer import TorchTrainer
 
 __all__ = [
+    "TorchCheckpoint",
     "TorchConfig",
     "TorchTrainer",
     "accelerate",

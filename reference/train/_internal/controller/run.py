@@ -94,6 +94,7 @@ def _run_owned(trainer, train_fn, storage, worker_env: dict):
             datasets=dict(trainer.datasets) or None,
             worker_env=worker_env,
             dataset_config=trainer.dataset_config,
+            has_validation_fn=getattr(trainer, "validation_config", None) is not None,
         ),
         factory=SimclusterGroupFactory(ensure_cluster(backend.preload_modules), backend,
                                        SliceRequest.from_scaling_config(sc)),

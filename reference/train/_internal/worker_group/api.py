@@ -63,6 +63,8 @@ class GroupSpec:
     #: `RunConfig(worker_runtime_env={"env_vars": ...})`, set in every worker's environment
     #: from its start (the accelerator variables the group sets win)
     worker_env: Any = None
+    #: the trainer has a `validation_config` (report(validation=...) is allowed)
+    has_validation_fn: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,6 +126,19 @@ class ShardOpened:
     name: str
 
 
+@dataclasses.dataclass(frozen=True)
+class Collective:
+    """A rank entered collective number `seq` of its attempt (``reference.train.collective``
+    or get_preemption_info): `kind` is "barrier", "broadcast" or "preemption"; `data` is
+    what it contributes. The group answers every rank with `CollectiveResult` once all have
+    entered, not the controller."""
+
+    rank: int
+    seq: int
+    kind: str
+    data: Any
+
+
 Event = Report | Finished | Failed
 
 
@@ -157,6 +172,15 @@ class ShardReady:
     waiting."""
 
     name: str
+
+
+@dataclasses.dataclass(frozen=True)
+class CollectiveResult:
+    """Every rank entered collective `seq`: its value (rank 0's data for a broadcast, the
+    merged PreemptionInfo or None for "preemption", None for a barrier)."""
+
+    seq: int
+    value: Any
 
 
 @dataclasses.dataclass(frozen=True)

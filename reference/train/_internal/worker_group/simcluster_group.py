@@ -41,6 +41,8 @@ from reference.train._internal.accelerators import launch_env
 from reference.train._internal.controller.controller import NeverSchedulable
 from reference.train._internal.worker_group.api import (
     BackendSetupError,
+    Collective,
+    CollectiveResult,
     Execute,
     Executed,
     Failed,
@@ -117,6 +119,7 @@ class SimclusterGroup(WorkerGroup):
         self.closed = False
         self._calls = itertools.count()
         self._pending: dict[int, tuple[int, Future]] = {}  # call id -> (rank, future)
+        self._collectives: dict[int, dict[int, Collective]] = {}  # seq -> rank -> entry
         self._lock = threading.Lock()
 
     # -- backend calls -----------------------------------------------------------------------
@@ -193,9 +196,30 @@ class SimclusterGroup(WorkerGroup):
                 if rank != event.rank:
                     self._send(rank, ShardReady(event.name))
             return
+        if isinstance(event, Collective):
+            self.on_collective(event)
+            return
         if isinstance(event, Finished):
             self.finished.add(event.rank)
         self.events.put(event)
+
+    def on_collective(self, entry: Collective) -> None:
+        """File one rank's entry; when every rank has entered, answer them all. A rank that
+        dies inside leaves the others waiting until its failure tears the group down."""
+        from reference.train._preemption import merge_notices
+
+        entries = self._collectives.setdefault(entry.seq, {})
+        entries[entry.rank] = entry
+        if len(entries) < self.world_size:
+            return
+        del self._collectives[entry.seq]
+        first = entries[min(entries)]
+        if first.kind == "preemption":
+            value = merge_notices({rank: e.data for rank, e in entries.items()})
+        else:
+            value = first.data
+        for rank in sorted(entries):
+            self._send(rank, CollectiveResult(entry.seq, value))
 
     def ack(self, rank: int, ack) -> None:
         self._send(rank, ack)

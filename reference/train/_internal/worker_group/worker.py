@@ -32,6 +32,7 @@ as lists, non-finite floats as None), which is also what a resumed run holds.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import posixpath
 import shutil
@@ -47,6 +48,8 @@ from reference.train._internal.storage.snapshot import encode_json, read_snapsho
 from reference.train._internal.storage.storage_context import validate_checkpoint_dir_name
 from reference.train._internal.worker_group.api import (
     Ack,
+    Collective,
+    CollectiveResult,
     Execute,
     Executed,
     Finished,
@@ -196,6 +199,32 @@ def reported_checkpoints(storage) -> list[ReportedCheckpoint]:
     ]
 
 
+def preemption_notice() -> tuple[str, float | None]:
+    """This rank's part of get_preemption_info(): its node id and the deadline of a
+    preemption notice for that node (UNIX seconds), or None."""
+    import time
+
+    from simcluster import worker
+
+    deadline = worker.preemption()  # a time.monotonic() value
+    unix = None if deadline is None else time.time() + (deadline - time.monotonic())
+    return worker.current().node_id, unix
+
+
+_validation_warned = False
+
+
+def _warn_validation_not_run() -> None:
+    """The reference registers the checkpoint but does not run validation functions yet:
+    say so once per worker instead of pretending it was validated."""
+    global _validation_warned
+    if not _validation_warned:
+        _validation_warned = True
+        logging.getLogger(__name__).warning(
+            "report(validation=...): the reference does not run validation functions yet; "
+            "the checkpoint is registered with status COMMITTED and its metrics unchanged.")
+
+
 def install_dataset_shards(shards: dict, data_context) -> None:
     """Run on each worker (an `Execute` call) at every group start: its DataIterators."""
     from reference.data import DataContext
@@ -207,6 +236,8 @@ def install_dataset_shards(shards: dict, data_context) -> None:
 
 
 class WorkerSession(Session):
+    distributed = True
+
     def __init__(self, boot: WorkerBoot, channel):
         self.boot, self.channel = boot, channel
         self.context = boot.context
@@ -215,6 +246,7 @@ class WorkerSession(Session):
         self.shards: dict = {}  # name -> DataIterator, installed before training starts
         self.opened: set[str] = set()  # names get_dataset_shard returned on this rank
         self.ready: set[str] = set()  # names rank 0 has opened (ShardReady arrived)
+        self.collectives = 0  # collectives this rank entered in this attempt
 
     def recv(self):
         """The next reply for this rank, filing ShardReady notices that come first."""
@@ -246,6 +278,13 @@ class WorkerSession(Session):
     def report(self, metrics, checkpoint, checkpoint_dir_name, upload_mode, delete_local,
                upload_fn, validation) -> None:
         spec = self.boot.spec
+        if validation and not spec.has_validation_fn:  # Ray's message, then the fix
+            raise ValueError(
+                "`validation_config` was not set on the trainer, but a validation was "
+                f"requested. Got report(validation={validation!r}); pass "
+                "validation_config=ValidationConfig(fn) to the trainer, or drop validation=.")
+        if validation:
+            _warn_validation_not_run()
         in_place = checkpoint is not None and upload_mode is CheckpointUploadMode.NO_UPLOAD
         if checkpoint_dir_name is not None and not in_place:
             validate_checkpoint_dir_name(checkpoint_dir_name)
@@ -284,6 +323,18 @@ class WorkerSession(Session):
 
     def get_checkpoint(self):
         return self.checkpoint
+
+    def collective(self, kind: str, data: Any) -> Any:
+        if kind == "preemption":
+            data = preemption_notice()
+        seq, self.collectives = self.collectives, self.collectives + 1
+        self.channel.send(Collective(self.context.world_rank, seq, kind, data))
+        reply = self.recv()
+        if not isinstance(reply, CollectiveResult) or reply.seq != seq:
+            raise RuntimeError(f"rank {self.context.world_rank} waited for collective {seq} "
+                               f"({kind}) and received {reply!r}: every rank must make the "
+                               "same collective calls in the same order.")
+        return reply.value
 
     def get_all_reported_checkpoints(self, consistency_mode, timeout_s) -> list:
         # Nothing to wait for: every report of this rank was acknowledged before report()
