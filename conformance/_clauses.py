@@ -880,6 +880,108 @@ ALL = [
       JAX + "config.py:_JaxBackend; " + DOC_FT,
       "FailureConfig(max_failures=1); rank 1 calls os._exit(1) after step 1 -> attempt 1 "
       "restores step 1"),
+    # ---------------------------------------------------------------- tensorflow
+    C("tensorflow.names", "MUST", "ray.train.tensorflow's names; the Keras callback beside them",
+      "ray.train.tensorflow's __all__ is ['TensorflowCheckpoint', 'TensorflowConfig', "
+      "'prepare_dataset_shard', 'TensorflowTrainer'] (TensorflowTrainer is the V2 class); "
+      "ReportCheckpointCallback is imported from ray.train.tensorflow.keras and is not in "
+      "that __all__.", "python/ray/train/tensorflow/__init__.py; "
+      "python/ray/train/tensorflow/keras.py",
+      "from ray.train.tensorflow.keras import ReportCheckpointCallback"),
+    C("tensorflow.import-error", "MUST", "Importing ray.train.tensorflow without TensorFlow",
+      "ray.train.tensorflow imports tensorflow at import time; without it the import raises "
+      "ModuleNotFoundError(\"TensorFlow isn't installed. To install TensorFlow, run 'pip "
+      "install tensorflow'.\").", "python/ray/train/tensorflow/__init__.py",
+      "import ray.train.tensorflow  # ModuleNotFoundError: TensorFlow isn't installed. ...",
+      "The message says what to install instead of a bare 'No module named tensorflow'."),
+    C("tensorflow.config", "MUST", "TensorflowConfig",
+      "TensorflowConfig is a dataclass BackendConfig with no fields; to_dict() is {}; "
+      "backend_cls is a Backend subclass.", "python/ray/train/tensorflow/config.py",
+      "TensorflowConfig().to_dict() == {}"),
+    C("tensorflow.trainer", "MUST", "TensorflowTrainer's signature",
+      "TensorflowTrainer is a DataParallelTrainer taking train_loop_per_worker, then "
+      "keyword-only train_loop_config, tensorflow_config, scaling_config, dataset_config, "
+      "run_config, datasets, validation_config, metadata, resume_from_checkpoint, all "
+      "defaulting to None; without a tensorflow_config it uses TensorflowConfig(); a "
+      "metadata or resume_from_checkpoint given raises DeprecationWarning (raised, not "
+      "warned) at construction.", "python/ray/train/v2/tensorflow/tensorflow_trainer.py",
+      "TensorflowTrainer(fn, metadata={'a': 1})  # raises DeprecationWarning"),
+    C("tensorflow.tf-config", "MUST", "Every worker gets TF_CONFIG",
+      "Before the training function starts, worker i of W has TF_CONFIG = "
+      "{'cluster': {'worker': [W distinct 'host:port', the same list on every worker, in "
+      "rank order]}, 'task': {'type': 'worker', 'index': i}} and TF_USE_LEGACY_KERAS='1'.",
+      "python/ray/train/tensorflow/config.py:_setup_tensorflow_environment",
+      "json.loads(os.environ['TF_CONFIG'])['task'] == {'type': 'worker', 'index': rank}",
+      "tf.distribute.MultiWorkerMirroredStrategy() reads TF_CONFIG to find its peers; the "
+      "backend creates no collective itself."),
+    C("tensorflow.legacy-keras", "SHOULD", "The workers' tf.keras is tf-keras",
+      "With the tf-keras package installed and nothing set in the workers' environment, "
+      "tf.keras in the training function is tf-keras (tf.keras.Model comes from the "
+      "tf_keras package), and so is the base class of ReportCheckpointCallback, so a Keras "
+      "model.fit under MultiWorkerMirroredStrategy with that callback trains (the same "
+      "weights on every worker).",
+      "python/ray/train/tensorflow/config.py:_setup_tensorflow_environment; "
+      "python/ray/train/tensorflow/tensorflow_checkpoint.py",
+      "TensorflowTrainer(fn, scaling_config=ScalingConfig(num_workers=2))  # in fn: "
+      "tf.keras.Model.__module__.startswith('tf_keras')",
+      "Keras 3's model.fit under MultiWorkerMirroredStrategy fails (ValueError: Attempt to "
+      "convert a value (PerReplica:{...}) with an unsupported type); setting "
+      "TF_USE_LEGACY_KERAS=1 is how Ray's backend means to avoid it.",
+      ray_note="A Ray bug: TensorFlow reads TF_USE_LEGACY_KERAS when it is imported and when "
+      "tf.keras is first used, and a Ray 2.60 worker does both before the backend sets the "
+      "variable (running the backend's setup function imports ray.train.tensorflow, whose "
+      "TensorflowCheckpoint.get_model annotation `tf.keras.Model` resolves tf.keras), so its "
+      "workers get Keras 3 and the fit fails with that error. Workaround on Ray: "
+      "RunConfig(worker_runtime_env={'env_vars': {'TF_USE_LEGACY_KERAS': '1'}}). The "
+      "reference's node supervisors set the variable before they preload TensorFlow."),
+    C("tensorflow.multi-worker", "MUST", "MultiWorkerMirroredStrategy trains one model over the workers",
+      "A Keras model built inside MultiWorkerMirroredStrategy().scope() in the training "
+      "function of W CPU workers has num_replicas_in_sync == W; model.fit on a different "
+      "dataset per worker (prepare_dataset_shard: no auto-sharding) leaves every worker with "
+      "the same weights after every epoch (the gradients are all-reduced).",
+      "python/ray/train/tensorflow/config.py; python/ray/train/tensorflow/train_loop_utils.py",
+      "with tf.distribute.MultiWorkerMirroredStrategy().scope(): model = build_model()",
+      "W workers that each trained their own model would report success."),
+    C("tensorflow.prepare-dataset-shard", "MUST", "prepare_dataset_shard",
+      "prepare_dataset_shard(ds) returns ds with options whose "
+      "experimental_distribute.auto_shard_policy is AutoShardPolicy.OFF, prefetched with "
+      "tf.data.AUTOTUNE; its elements are those of ds.",
+      "python/ray/train/tensorflow/train_loop_utils.py",
+      "prepare_dataset_shard(shard.to_tf(...))"),
+    C("tensorflow.callback-triggers", "MUST", "ReportCheckpointCallback's arguments",
+      "ReportCheckpointCallback(checkpoint_on='epoch_end', report_metrics_on='epoch_end', "
+      "metrics=None): each trigger is a str or a list of Keras hook names without 'on_' "
+      "(epoch_begin/end, train/test/predict_batch_begin/end, train/test/predict_begin/end); "
+      "any other raises ValueError('Invalid trigger time selected: <the triggers>. Must be "
+      "one of <the allowed list>').", "python/ray/train/tensorflow/keras.py",
+      "ReportCheckpointCallback(checkpoint_on='validation_end')  # ValueError"),
+    C("tensorflow.callback-reports", "MUST", "ReportCheckpointCallback reports Keras logs with a model checkpoint",
+      "With ReportCheckpointCallback() in model.fit, every rank reports at every epoch end "
+      "the epoch's Keras logs and a checkpoint holding model.keras and the metadata "
+      "{'_model_filename': 'model.keras'}: Result.metrics is rank 0's last epoch's logs, "
+      "Result.metrics_dataframe has one row per epoch and Result.checkpoint is the last "
+      "epoch's.", "python/ray/train/tensorflow/keras.py; "
+      "python/ray/train/tensorflow/tensorflow_checkpoint.py",
+      "model.fit(ds, epochs=3, callbacks=[ReportCheckpointCallback()])"),
+    C("tensorflow.checkpoint", "MUST", "TensorflowCheckpoint",
+      "TensorflowCheckpoint is a Checkpoint; from_model(model) warns DeprecationWarning "
+      "('`TensorflowCheckpoint` is deprecated ...') and saves the model as model.keras in a "
+      "new directory with the metadata {'_model_filename': 'model.keras'}; get_model() loads "
+      "it (same weights); without that metadata key get_model() raises ValueError "
+      "('`TensorflowCheckpoint` cannot retrieve the model if you override the checkpoint "
+      "metadata. ...').", "python/ray/train/tensorflow/tensorflow_checkpoint.py",
+      "TensorflowCheckpoint.from_model(model).get_model()",
+      ray_note="Ray warns at every construction (its @Deprecated patches __init__), "
+      "including from_directory; the callback's internal path does not warn."),
+    C("tensorflow.restart", "MUST", "A restarted Keras run resumes from the callback's checkpoint",
+      "With FailureConfig(max_failures=1), when a worker exits after epoch k's checkpointed "
+      "report (registered), the new workers get new TF_CONFIGs and get_checkpoint() returns "
+      "epoch k's checkpoint (model.keras, metadata {'_model_filename': 'model.keras'}); "
+      "tf.keras.models.load_model of it inside the strategy's scope has rank 0's weights "
+      "after epoch k and an optimizer that counted k + 1 epochs of steps; fitting on from "
+      "initial_epoch k + 1 trains the remaining epochs with the same weights on every rank.",
+      "python/ray/train/tensorflow/keras.py; " + DOC_FT,
+      "model.fit(ds, epochs=E, initial_epoch=model.optimizer.iterations // steps)"),
     # ---------------------------------------------------------------- Ray Data in Train
     C("data.dataset", "MUST", "The Ray Data subset a Train user builds datasets with",
       "The namespace beside `train` (ray.data) provides from_items, range and from_pandas, "
@@ -1165,4 +1267,85 @@ ALL = [
       "same experiment path, the re-run ones now without error.",
       TUNE + "tuner.py; " + TUNE + "impl/tuner_internal.py",
       "tune.Tuner.restore(path, trainable=fn, resume_errored=True).fit()"),
+    # ---------------------------------------------------------------- the rest of the surface
+    C("surface.names", "MUST", "The V2 names beside the core ones",
+      "The train package's __all__ holds SyncConfig, TRAIN_DATASET_KEY (== 'train'), "
+      "ValidationConfig, ValidationTaskConfig, ValidationFn, ReportedCheckpoint, "
+      "ReportedCheckpointStatus (members COMMITTED, PENDING_VALIDATION, VALIDATED, "
+      "VALIDATION_TIMEOUT, VALIDATION_FAILED, in this order), PreemptionInfo and "
+      "get_preemption_info; <root>.train.collective has __all__ == ['broadcast_from_rank_zero', "
+      "'barrier'] (as a set). ray.train does not export DataParallelTrainer (it lives at "
+      "ray.train.v2.api.data_parallel_trainer); an implementation may, as the reference does.",
+      "python/ray/train/__init__.py; python/ray/train/collective/__init__.py",
+      "from ray.train import PreemptionInfo, ValidationConfig, get_preemption_info"),
+    C("surface.sync-config", "MUST", "SyncConfig builds; RunConfig(sync_config=) raises",
+      "SyncConfig() builds without a warning, with sync_period=300, sync_timeout=1800, "
+      "sync_artifacts=False, sync_artifacts_on_checkpoint=True; RunConfig(sync_config=<any "
+      "value>) raises (not warns) DeprecationWarning whose message starts with "
+      "'`RunConfig(sync_config)` is deprecated'.",
+      "python/ray/train/_internal/syncer.py; " + CFG,
+      "RunConfig(sync_config=SyncConfig())  # raises DeprecationWarning"),
+    C("surface.validation-config", "MUST", "ValidationConfig and ValidationTaskConfig",
+      "ValidationTaskConfig(fn_kwargs=None, timeout_s=None) turns fn_kwargs=None into {}, and "
+      "a timeout_s that is not None and not > 0 raises AssertionError('The `timeout_s` should "
+      "be None or greater than zero, actual value: X'). ValidationConfig(fn, task_config=None, "
+      "ray_remote_kwargs=None) keeps fn, turns task_config=None into ValidationTaskConfig() "
+      "and ray_remote_kwargs=None into {}, and keeps given values as they are.",
+      "python/ray/train/v2/api/validation_config.py",
+      "ValidationConfig(fn, task_config=ValidationTaskConfig(fn_kwargs={'k': 1}))"),
+    C("surface.preemption-info", "MUST", "PreemptionInfo and get_preemption_info()",
+      "PreemptionInfo(deadline_ms, preempted_node_to_ranks) is frozen; preempted_node_ids is "
+      "the sorted node ids and preempted_ranks the sorted union of the ranks. "
+      "get_preemption_info() outside a training function raises RuntimeError starting "
+      "'`get_preemption_info` cannot be used outside of a Ray Train training function'; in "
+      "local mode, and in a run no node of which is being preempted, it returns None on "
+      "every rank (it is a collective: each rank gets rank 0's view).",
+      "python/ray/train/v2/api/preemption.py; " + FN +
+      "; python/ray/train/v2/_internal/execution/train_fn_utils.py",
+      "info = ray.train.get_preemption_info()  # None until a node is preempted",
+      ray_note="A real preemption (a drained node with a deadline) is checked on the "
+      "reference only (tests/reference/train/test_collective.py): Ray needs a node drain."),
+    C("surface.collective", "MUST", "barrier() and broadcast_from_rank_zero()",
+      "Outside a training function both raise RuntimeError starting '`barrier` (or "
+      "`broadcast_from_rank_zero`) cannot be used outside of a Ray Train training function'. "
+      "In local mode barrier() returns None and broadcast_from_rank_zero(x) returns x. With "
+      "two workers every rank gets rank 0's value, also for a value of more than 1000 "
+      "pickled bytes (Ray only logs a warning, despite its docstring's ValueError), and "
+      "barrier() returns None on every rank.",
+      "python/ray/train/collective/collectives.py; "
+      "python/ray/train/v2/_internal/execution/collective_impl.py",
+      "data = ray.train.collective.broadcast_from_rank_zero(data)"),
+    C("surface.validation-report", "MUST", "report(validation=) needs a validation_config",
+      "In a run (num_workers >= 1) whose trainer has no validation_config, "
+      "report(metrics, checkpoint=c, validation=True) fails the rank with ValueError starting "
+      "'`validation_config` was not set on the trainer, but a validation was requested.', "
+      "and fit() raises WorkerGroupError with that rank's error in worker_failures. Without "
+      "a checkpoint, report(validation=True) raises ValueError starting 'Validation requires "
+      "a checkpoint to be provided.'",
+      FN + "; python/ray/train/v2/_internal/execution/context.py",
+      "ray.train.report(metrics, checkpoint=c, validation=True)"),
+    C("surface.restore", "MUST", "Trainer.restore and can_restore are deprecated",
+      "DataParallelTrainer.restore(...) and DataParallelTrainer.can_restore(...) (class "
+      "methods, also on every framework trainer) raise (not warn) DeprecationWarning starting "
+      "'The `restore` and `can_restore` APIs are deprecated and will be removed in a future "
+      "release.'",
+      "python/ray/train/v2/api/data_parallel_trainer.py; python/ray/train/base_trainer.py",
+      "TorchTrainer.restore(path)  # raises DeprecationWarning"),
+    C("surface.v1-checkpoints", "MUST", "V1 framework checkpoints warn",
+      "Building TorchCheckpoint, XGBoostCheckpoint or LightGBMCheckpoint (exported by the "
+      "torch, xgboost and lightgbm modules) emits one DeprecationWarning (Ray's category is "
+      "RayDeprecationWarning, a subclass) containing '`<Name>` is deprecated and will be "
+      "removed in a future release. Use `ray.train.Checkpoint` directly instead.'; the object "
+      "is a Checkpoint.",
+      "python/ray/train/torch/torch_checkpoint.py; python/ray/train/xgboost/xgboost_checkpoint.py; "
+      "python/ray/train/lightgbm/lightgbm_checkpoint.py; python/ray/util/annotations.py",
+      "TorchCheckpoint.from_state_dict(model.state_dict())  # warns"),
+    C("surface.config-messages", "SHOULD", "Config errors start with Ray's message",
+      "The errors of ScalingConfig, CheckpointConfig, FailureConfig, RunConfig and "
+      "LoggingConfig start with Ray 2.60's text for the same error (an implementation may "
+      "add the argument and the fix after it), so pytest.raises(match=...) written against "
+      "Ray matches: e.g. CheckpointConfig(num_to_keep=0) raises ValueError starting "
+      "'Received invalid num_to_keep: 0. Must be None or an integer >= 1.'.",
+      CFG + "; " + AIR + "; python/ray/train/v2/_internal/migration_utils.py",
+      "pytest.raises(ValueError, match='Received invalid num_to_keep')"),
 ]

@@ -20,7 +20,9 @@ AREAS = {
     "accelerate": "Hugging Face Accelerate", "backend": "Backends (the developer API)",
     "xgboost": "XGBoost (XGBoostTrainer)", "lightgbm": "LightGBM (LightGBMTrainer)",
     "data": "Ray Data in Train", "jax": "JAX (JaxTrainer)",
+    "tensorflow": "TensorFlow and Keras (TensorflowTrainer)",
     "tune": "Ray Tune (Tuner)",
+    "surface": "The rest of the public surface",
 }
 PAGES = {
     "configs.md": ["scaling", "run-config", "failure-config", "checkpoint-config",
@@ -31,10 +33,11 @@ PAGES = {
     "local-mode.md": ["local"],
     "torch.md": ["torch"],
     "frameworks.md": ["lightning", "transformers", "accelerate", "xgboost", "lightgbm",
-                      "jax"],
+                      "jax", "tensorflow"],
     "backends.md": ["backend"],
     "data.md": ["data"],
     "tune.md": ["tune"],
+    "surface.md": ["surface"],
 }
 
 
