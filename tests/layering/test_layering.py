@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("reference", "simcluster", "conformance")
 #: simcluster's public modules; everything else in it is internal
 SIMCLUSTER_PUBLIC = {"simcluster", "simcluster.api", "simcluster.worker", "simcluster.checkers",
