@@ -38,7 +38,7 @@ import tempfile
 import threading
 import time
 
-from conformance.probe import Fault, Journal, fire
+from conformance.probe import Journal, exit_after_registered
 
 STEPS = 4
 LR = 0.1
@@ -194,7 +194,7 @@ def jax_probe(config: dict) -> None:
         else:
             train.report(metrics)
         if mode == "restart" and attempt == 0 and (rank, step) == (KILL["rank"], KILL["step"]):
-            _kill(train, journal, rank, attempt, step)
+            exit_after_registered(train, journal, "jax_kill", rank, attempt, step, step=step)
 
     if mode == "main":
         jax.distributed.shutdown()
@@ -203,19 +203,6 @@ def jax_probe(config: dict) -> None:
     elif mode == "restart" and attempt > 0:
         _hook_shutdown(jax, journal, rank, attempt)
     journal.record(ev="jax_end", rank=rank, attempt=attempt)
-
-
-def _kill(train, journal: Journal, rank: int, attempt: int, step: int) -> None:
-    # get_all_reported_checkpoints() returns once every report in flight is processed, so
-    # the restart must restore this step's checkpoint
-    try:
-        registered = len(train.get_all_reported_checkpoints())
-    except Exception as exc:  # noqa: BLE001 - not what the checks judge
-        registered = f"{type(exc).__name__}: {exc}"
-        time.sleep(0.5)
-    journal.record(ev="jax_kill", rank=rank, attempt=attempt, step=step, registered=registered)
-    time.sleep(0.2)
-    fire(Fault("exit", rank, step, attempt))
 
 
 # ------------------------------------------------------------------------ driver side

@@ -24,9 +24,8 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import time
 
-from conformance.probe import Fault, Journal, fire
+from conformance.probe import Journal, exit_after_registered
 
 EPOCHS = 3
 STEPS = 4
@@ -101,24 +100,11 @@ def tf_probe(config: dict) -> None:
                            weights=_weights(self.model))
             if mode == "restart" and attempt == 0 and (rank, epoch) == (KILL["rank"],
                                                                         KILL["epoch"]):
-                _kill(train, journal, rank, attempt, epoch)
+                exit_after_registered(train, journal, "tf_kill", rank, attempt, epoch, epoch=epoch)
 
     model.fit(data, epochs=EPOCHS, steps_per_epoch=STEPS, initial_epoch=first, verbose=0,
               callbacks=[tfk.ReportCheckpointCallback(), Recorder()])
     journal.record(ev="tf_end", rank=rank, attempt=attempt, weights=_weights(model))
-
-
-def _kill(train, journal: Journal, rank: int, attempt: int, epoch: int) -> None:
-    # get_all_reported_checkpoints() returns once every report in flight is processed, so
-    # the restart must restore this epoch's checkpoint
-    try:
-        registered = len(train.get_all_reported_checkpoints())
-    except Exception as exc:  # noqa: BLE001 - not what the checks judge
-        registered = f"{type(exc).__name__}: {exc}"
-        time.sleep(0.5)
-    journal.record(ev="tf_kill", rank=rank, attempt=attempt, epoch=epoch, registered=registered)
-    time.sleep(0.2)
-    fire(Fault("exit", rank, epoch, attempt))
 
 
 # ------------------------------------------------------------------------ driver side

@@ -83,6 +83,35 @@ class FrameworkCheckpoint(Checkpoint):
         self.update_metadata({_PREPROCESSOR_KEY: cloudpickle.dumps(preprocessor).hex()})
 
 
+class BoosterCheckpoint(FrameworkCheckpoint):
+    """A GBDT booster saved as one file (`MODEL_FILENAME`, by the booster's `save_model`);
+    subclasses say how to load it back (`_load`)."""
+
+    MODEL_FILENAME = "model"
+
+    @classmethod
+    def from_model(cls, booster: Any, *, preprocessor: Any = None,
+                   path: Optional[str] = None):
+        import os
+
+        folder = model_checkpoint_dir(path)
+        booster.save_model(os.path.join(folder, cls.MODEL_FILENAME))
+        checkpoint = cls.from_directory(folder)
+        if preprocessor:
+            checkpoint.set_preprocessor(preprocessor)
+        return checkpoint
+
+    def get_model(self) -> Any:
+        import os
+
+        with self.as_directory() as folder:
+            return self._load(os.path.join(folder, self.MODEL_FILENAME))
+
+    @staticmethod
+    def _load(path: str) -> Any:
+        raise NotImplementedError  # pragma: no cover - each framework loads its own
+
+
 def model_checkpoint_dir(path: Optional[str]) -> str:
     """The folder a `from_model` writes into: `path` (which must be a folder) or a new
     temporary one."""
