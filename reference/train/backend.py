@@ -27,9 +27,10 @@ retried under `FailureConfig.controller_failure_limit`. on_shutdown's RayActorEr
 RayTaskError are logged, as Ray logs them; any other exception from it after a successful
 run fails the run with a ControllerError.
 
-Two attributes are the reference's own: `preload_modules` (modules the cluster's node
-supervisors import once so forked workers start with them loaded, e.g. torch) and
-`share_cuda_visible_devices`, which Ray has too (GPU workers of a node see all the node's
+Three attributes are the reference's own: `preload_modules` (modules the cluster's node
+supervisors import once so forked workers start with them loaded, e.g. torch),
+`worker_env` (variables a worker process starts with, before anything of the run is
+imported there) and `share_cuda_visible_devices`, which Ray has too (GPU workers of a node see all the node's
 GPUs of the run; `TRAIN_ENABLE_SHARE_CUDA_VISIBLE_DEVICES` overrides it).
 """
 
@@ -84,6 +85,9 @@ class Backend(metaclass=_Singleton):
     has_replica_groups: bool = False
     #: modules worth importing once in the node supervisors (workers fork with them loaded)
     preload_modules: tuple = ()
+    #: environment variables every worker process starts with, before the training
+    #: function is unpickled (so before a framework it refers to is imported)
+    worker_env: dict = {}
 
     def on_start(self, worker_group, backend_config: BackendConfig) -> None:
         """Runs in the driver after the group started, before the training function."""

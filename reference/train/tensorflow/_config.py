@@ -56,6 +56,10 @@ class _TensorflowBackend(Backend):
     # legacy_keras first: it sets TF_USE_LEGACY_KERAS before tensorflow is imported
     preload_modules = ("reference.train._internal.legacy_keras", "reference.train.tensorflow",
                        "reference.train.tensorflow.keras")
+    # Also when the node supervisors did not preload TensorFlow (a cluster started for
+    # another framework): the worker then imports it while unpickling the training function,
+    # which is before on_start could set the variable (Ray's bug, tensorflow.legacy-keras).
+    worker_env = {LEGACY_KERAS_VAR: "1"}
 
     def on_start(self, worker_group, backend_config: TensorflowConfig) -> None:
         import reference

@@ -47,6 +47,28 @@ def test_every_rank_gets_its_tf_config_and_tf_keras(tmp_path):
                                                                        "tf_keras")
 
 
+@pytest.mark.slow
+def test_tf_keras_also_on_a_cluster_that_did_not_preload_tensorflow(tmp_path):
+    """A cluster started for another framework (its supervisors never imported TensorFlow):
+    the worker imports TensorFlow while unpickling the training function, before on_start;
+    the backend's worker_env has TF_USE_LEGACY_KERAS set already (where Ray 2.60 fails)."""
+    import simcluster
+
+    import reference
+
+    reference.shutdown()
+    try:
+        with simcluster.Cluster(nodes=[simcluster.NodeSpec(cpus=2)],
+                                preload=reference.PRELOAD) as cluster:
+            reference.init(address=cluster.address)
+            seen = fit(tmp_path, environment).return_value
+            reference.shutdown()
+    finally:
+        reference.shutdown()
+    assert (seen["legacy"], seen["keras"], seen["callback_keras"]) == ("1", "tf_keras",
+                                                                       "tf_keras")
+
+
 def _both(config):
     seen = environment()
     with open(os.path.join(config["dir"], f"rank{seen['rank']}.json"), "w") as f:
