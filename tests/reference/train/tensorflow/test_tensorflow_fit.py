@@ -52,9 +52,8 @@ def test_tf_keras_also_on_a_cluster_that_did_not_preload_tensorflow(tmp_path):
     """A cluster started for another framework (its supervisors never imported TensorFlow):
     the worker imports TensorFlow while unpickling the training function, before on_start;
     the backend's worker_env has TF_USE_LEGACY_KERAS set already (where Ray 2.60 fails)."""
-    import simcluster
-
     import reference
+    import simcluster
 
     reference.shutdown()
     try:
