@@ -1321,7 +1321,11 @@ ALL = [
       "'`validation_config` was not set on the trainer, but a validation was requested.', "
       "and fit() raises WorkerGroupError with that rank's error in worker_failures. Without "
       "a checkpoint, report(validation=True) raises ValueError starting 'Validation requires "
-      "a checkpoint to be provided.'",
+      "a checkpoint to be provided.' With a validation_config, ValidationConfig.fn runs on the "
+      "reported checkpoint with the task_config's fn_kwargs; the dict it returns is merged "
+      "into that checkpoint's metrics, get_all_reported_checkpoints(consistency_mode="
+      "VALIDATED) lists it with status VALIDATED, and Result.best_checkpoints shows the "
+      "merged metrics.",
       FN + "; python/ray/train/v2/_internal/execution/context.py",
       "ray.train.report(metrics, checkpoint=c, validation=True)"),
     C("surface.restore", "MUST", "Trainer.restore and can_restore are deprecated",

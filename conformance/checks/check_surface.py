@@ -284,3 +284,41 @@ def check_validation_needs_a_validation_config(impl):
     if not (isinstance(cause, ValueError) and str(cause).startswith(text)):
         raise AssertionError(f"rank 0 failed with {type(cause).__name__}: {cause}; expected "
                              f"ValueError starting {text!r} [{setting}]")
+
+
+def validation_score(checkpoint, scale=1):
+    """The validation function of check_validation_fn_runs_and_merges_its_metrics."""
+    return {"val": 2 * scale}
+
+
+def validated_report(config: dict):
+    """Reports one checkpoint with validation=True, then lists the VALIDATED checkpoints."""
+    train = importlib.import_module(config["root"])
+    folder = os.path.join(config["folder"], "ckpt")
+    os.makedirs(folder, exist_ok=True)
+    train.report({"step": 0}, checkpoint=train.Checkpoint.from_directory(folder),
+                 validation=True)
+    found = train.get_all_reported_checkpoints(
+        consistency_mode=train.CheckpointConsistencyMode.VALIDATED, timeout_s=120)
+    return [(r.status.value, r.metrics) for r in found]
+
+
+@clause("surface.validation-report")
+def check_validation_fn_runs_and_merges_its_metrics(impl):
+    t = impl.train
+    folder = workspace()
+    setting = (f"{impl.name}: DataParallelTrainer(num_workers=1, validation_config="
+               "ValidationConfig(fn, task_config=ValidationTaskConfig(fn_kwargs={'scale': 3}))"
+               "), report({'step': 0}, checkpoint=..., validation=True)")
+    result = assertions.succeeded(impl.fit(TrainerFactory(impl.DataParallelTrainer, dict(
+        train_loop_per_worker=validated_report,
+        train_loop_config={"root": t.__name__, "folder": folder},
+        scaling_config=t.ScalingConfig(num_workers=1),
+        validation_config=t.ValidationConfig(
+            validation_score, task_config=t.ValidationTaskConfig(fn_kwargs={"scale": 3})),
+        run_config=t.RunConfig(name="surface-validation-run",
+                               storage_path=os.path.join(folder, "s"))))), setting)
+    assertions.equal(result.return_value, [("VALIDATED", {"step": 0, "val": 6})],
+                     "get_all_reported_checkpoints(VALIDATED) on rank 0", setting)
+    assertions.equal([m for _, m in result.best_checkpoints], [{"step": 0, "val": 6}],
+                     "Result.best_checkpoints metrics", setting)

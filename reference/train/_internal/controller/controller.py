@@ -14,6 +14,9 @@ Ordering hazards, and how they are kept:
 - An attempt's staging folders are discarded only after its group is shut down (no rank
   of it can still be writing), whenever the attempt ends: a failed round leaves nothing
   behind, not even the files of a rank that staged and died before its Report was sent.
+- Validations (validation.py) advance at every RUNNING step, which wakes at least every
+  validation.POLL_INTERVAL_S while one is pending; a run that ends waits in SHUTTING_DOWN
+  until each is settled, after its group is shut down.
 - A round some ranks reported and others did not is logged every
   `report_warn_interval_s`, naming the ranks still missing (a rank that returned early or
   is stuck elsewhere hangs the others in report(), which is otherwise silent).
@@ -92,6 +95,7 @@ class Controller:
         capacity_wait_s: float = 0.2,
         setup_retries: int = 2,
         report_warn_interval_s: float = DEFAULT_COLLECTIVE_WARN_INTERVAL_S,
+        validations=None,
     ):
         self.spec = spec
         self.factory = factory
@@ -107,6 +111,8 @@ class Controller:
         self.capacity_wait_s = capacity_wait_s
         self.setup_retries = setup_retries
         self.setup_failures = 0
+        #: a validation.ValidationManager when the trainer has a validation_config
+        self.validations = validations
         self.state: Any = S.Initializing()
         self.transitions: list[S.Transition] = []
 
@@ -115,6 +121,10 @@ class Controller:
         source = self.state
         handler = getattr(self, f"_on_{type(source).__name__.lower()}")
         target, reason = handler(source)
+        if (isinstance(target, (S.Finished, S.Errored)) and self.validations is not None
+                and self.validations.busy):
+            reason = f"{reason}; waiting for the pending validations"
+            target = S.ShuttingDown(target)
         self.state = target
         record = S.Transition(S.name(source), S.name(target), reason)
         self.transitions.append(record)
@@ -127,6 +137,8 @@ class Controller:
                 self.step()
         except BaseException:
             self._shutdown_group()
+            if self.validations is not None:
+                self.validations.abort()
             self.state = S.Aborted()
             raise
         return self.state
@@ -196,6 +208,11 @@ class Controller:
 
     def _on_running(self, state: S.Running):
         wakeups = [*state.report_warn_at.values()]
+        if self.validations is not None and self.validations.busy:
+            # Validations advance at every step, as Ray polls them at every state update.
+            wake = self.validations.poll()
+            if wake is not None:
+                wakeups.append(wake)
         if state.next_resize_check is not None:
             wakeups.append(state.next_resize_check)
         timeout = max(0.0, min(wakeups) - self.clock()) if wakeups else None
@@ -247,7 +264,15 @@ class Controller:
         checkpoint = self.commit_round(state.attempt, report.index,
                                        ordered[0].checkpoint_dir_name, metrics) if staged else None
         if checkpoint is not None:
-            self.manager.register_checkpoint(checkpoint, metrics)
+            # The first rank that passed a checkpoint decides the validation, as in Ray.
+            validation = next((r.validation for r in ordered if r.staged), False)
+            if not validation:
+                self.manager.register_checkpoint(checkpoint, metrics)
+            else:
+                record = self.manager.register_checkpoint(checkpoint, metrics,
+                                                          validation=validation)
+                if self.validations is not None:
+                    self.validations.submit(record, validation)
         else:
             self.manager.record_report_without_checkpoint()
         for cb in self.callbacks:
@@ -311,6 +336,13 @@ class Controller:
             return state, f"resize check: {decision.reason}"
         self._end_attempt(state)
         return S.Resizing(state.attempt, decision.size), decision.reason
+
+    def _on_shuttingdown(self, state: S.ShuttingDown):
+        wake = self.validations.poll()
+        if not self.validations.busy:
+            return state.next_state, "every validation settled"
+        self.validations.wait(wake)
+        return state, "waiting for the pending validations"
 
     def _on_restarting(self, state: S.Restarting):
         return S.Scheduling(state.attempt + 1), "restart from the latest checkpoint"

@@ -82,6 +82,8 @@ def _run_owned(trainer, train_fn, storage, worker_env: dict):
 
     backend_config = trainer.backend_config
     backend = backend_config.backend_cls()
+    cluster = ensure_cluster(backend.preload_modules)
+    validations = make_validations(trainer, cluster, manager)
     controller = Controller(
         spec=dict(
             resources_per_worker=sc._resources_per_worker_not_none,
@@ -92,12 +94,11 @@ def _run_owned(trainer, train_fn, storage, worker_env: dict):
             train_fn=cloudpickle.dumps(train_fn),
             backend_config=backend_config,
             datasets=dict(trainer.datasets) or None,
-            worker_env=worker_env,
+            worker_env={**backend.worker_env, **worker_env},
             dataset_config=trainer.dataset_config,
             has_validation_fn=getattr(trainer, "validation_config", None) is not None,
         ),
-        factory=SimclusterGroupFactory(ensure_cluster(backend.preload_modules), backend,
-                                       SliceRequest.from_scaling_config(sc)),
+        factory=SimclusterGroupFactory(cluster, backend, SliceRequest.from_scaling_config(sc)),
         checkpoint_manager=manager,
         failure_policy=FailurePolicy.from_config(rc.failure_config),
         scaling_policy=ScalingPolicy.from_config(sc),
@@ -105,11 +106,27 @@ def _run_owned(trainer, train_fn, storage, worker_env: dict):
         discard_staging=functools.partial(discard_staged, storage, staging_prefix),
         report_warn_interval_s=collective_warn_interval_s(),
         callbacks=tuple(rc.callbacks or ()),
+        validations=validations,
     )
     final = controller.run()
     if isinstance(final, S.Errored):
         raise final.error
     return build_result(manager, storage, final.return_value)
+
+
+def make_validations(trainer, cluster, manager):
+    """The run's ValidationManager (None without a validation_config); it queues again
+    the validations a previous run of this folder left pending."""
+    from reference.train._internal.controller.validation import ValidationManager
+    from reference.train._internal.worker_group.validation_task import (
+        SimclusterValidationLauncher,
+    )
+
+    config = getattr(trainer, "validation_config", None)
+    if config is None:
+        return None
+    launcher = SimclusterValidationLauncher(cluster, config.ray_remote_kwargs)
+    return ValidationManager(launcher, manager, config)
 
 
 def commit_staged(storage, prefix: str, attempt: int, index: int, dir_name: str | None):

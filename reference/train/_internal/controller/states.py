@@ -12,12 +12,18 @@
     RUNNING      --a worker failed, budget spent--------------> ERRORED
     RUNNING      --elastic: the feasible size changed---------> RESIZING
     RESTARTING / RESIZING --group torn down-------------------> SCHEDULING(attempt + 1)
+    (to FINISHED / ERRORED) --validations queued or running---> SHUTTING_DOWN(next_state)
+    SHUTTING_DOWN --a validation still queued or running------> SHUTTING_DOWN (poll, wait)
+    SHUTTING_DOWN --every validation settled------------------> next_state
     any non-terminal state --Ctrl-C / abort()-----------------> ABORTED
 
 A restart or resize always replaces the whole group; every worker of the new group starts
 from the latest registered checkpoint. A resize is not charged to any failure budget.
 Whenever an attempt ends (finished, failed, resized, aborted, or its start failed), its
-group is shut down first and then every staging folder of that attempt is removed.
+group is shut down first and then every staging folder of that attempt is removed. A run
+that ends waits for its validations after its group is gone, as Ray's controller does in
+its ShuttingDownState (before_controller_shutdown); an aborted run does not (they stay
+pending in the snapshot, for a resumed run).
 """
 
 from __future__ import annotations
@@ -64,6 +70,15 @@ class Resizing:
 
 
 @dataclasses.dataclass
+class ShuttingDown:
+    next_state: Any
+
+    @property
+    def name(self) -> str:
+        return "SHUTTING_DOWN"
+
+
+@dataclasses.dataclass
 class Finished:
     return_value: Any
 
@@ -94,4 +109,4 @@ class Transition:
 
 
 def name(state) -> str:
-    return type(state).__name__.upper()
+    return getattr(state, "name", None) or type(state).__name__.upper()

@@ -42,6 +42,13 @@ from reference.train._internal.storage.storage_context import (
 
 logger = logging.getLogger(__name__)
 
+# A settled validation's status -> the snapshot list that records it.
+_TERMINAL_STATUSES = {
+    "VALIDATED": "validated_checkpoint_dir_names",
+    "VALIDATION_TIMEOUT": "timed_out_validation_checkpoint_dir_names",
+    "VALIDATION_FAILED": "failed_validation_checkpoint_dir_names",
+}
+
 # An entry's encoded metrics above this size are warned about (once per manager).
 LARGE_METRICS_BYTES = 1_000_000
 
@@ -97,7 +104,10 @@ class CheckpointManager:
         self._name_counts: dict[str, int] = {}
         self._latest: CheckpointRecord | None = None
         self._current_report_index = 0
-        self._carried: dict[str, list] = {}  # validation bookkeeping kept for Ray's readers
+        # dir name -> (record, validation spec) of checkpoints whose validation is pending,
+        # in registration order; the terminal statuses' name lists are in _carried.
+        self._pending: dict[str, tuple[CheckpointRecord, Any]] = {}
+        self._carried: dict[str, list] = {}
         self._warned_large = False
         self._restore()
 
@@ -116,11 +126,14 @@ class CheckpointManager:
         """Count a report that carried no checkpoint (it shifts later report indices)."""
         self._current_report_index += 1
 
-    def register_checkpoint(self, checkpoint: Any, metrics: dict) -> CheckpointRecord:
+    def register_checkpoint(self, checkpoint: Any, metrics: dict,
+                            validation: Any = False) -> CheckpointRecord:
         """Register a checkpoint already persisted in the run folder.
 
-        `checkpoint` is a Checkpoint (or anything with `.path`) or its fs path. All or
-        nothing: when it raises (bad metrics, a failed snapshot write) nothing has changed.
+        `checkpoint` is a Checkpoint (or anything with `.path`) or its fs path. A truthy
+        `validation` (True or a ValidationTaskConfig) registers it PENDING_VALIDATION until
+        `record_validation` settles it. All or nothing: when it raises (bad metrics, a
+        failed snapshot write) nothing has changed.
         """
         if not isinstance(metrics, dict):
             raise TypeError(
@@ -151,10 +164,16 @@ class CheckpointManager:
         delta = {dir_name: 1}
         for old in evicted:
             delta[old.dir_name] = delta.get(old.dir_name, 0) - 1
+        replaced = self._pending.pop(dir_name, None)  # a reused name: the new entry counts
+        if validation:
+            self._pending[dir_name] = (record, validation)
         try:
             snapshot.write_snapshot(self._storage, self._snapshot_bytes(
                 record, self._current_report_index + 1, delta))
         except BaseException:
+            self._pending.pop(dir_name, None)
+            if replaced is not None:
+                self._pending[dir_name] = replaced
             for i, items in reversed(removed):
                 for lst, item in zip(lists, items, strict=True):
                     lst.insert(i, item)
@@ -162,17 +181,80 @@ class CheckpointManager:
                 del lst[position]
             raise
 
+        self._latest = record
+        self._current_report_index += 1
+        self._apply_counts(delta, evicted)
+        return record
+
+    def _apply_counts(self, delta: dict[str, int], evicted: list[CheckpointRecord]) -> None:
+        """After a snapshot write: count the names it changed, delete unnamed folders."""
         counts = self._name_counts
         for name, change in delta.items():
             counts[name] = counts.get(name, 0) + change
             if not counts[name]:
                 del counts[name]
-        self._latest = record
-        self._current_report_index += 1
         for old in evicted:
             if old.dir_name not in counts:
                 persist.delete_checkpoint_dir(self._storage, old.fs_path)
-        return record
+
+    # ----- validation ---------------------------------------------------------------------
+
+    @property
+    def pending_validations(self) -> list[tuple[CheckpointRecord, Any]]:
+        """(record, validation spec) of every checkpoint still PENDING_VALIDATION, in the
+        order they were registered (a resumed run's come from the snapshot, where a spec
+        that was a ValidationTaskConfig is its JSON dict)."""
+        return list(self._pending.values())
+
+    def record_validation(self, dir_name: str, status: str, metrics: dict | None = None) -> None:
+        """Settle the pending validation of checkpoint `dir_name` as Ray's
+        CheckpointManager.update_checkpoints_with_validation_result does: "VALIDATED"
+        merges `metrics` into the checkpoint's metrics and moves it to its new place in the
+        score order; "VALIDATION_TIMEOUT" / "VALIDATION_FAILED" leave metrics and place as
+        they were. Retention then runs again (the checkpoint is no longer protected as
+        pending) and the snapshot is rewritten. All or nothing, like a registration."""
+        if status not in _TERMINAL_STATUSES:
+            raise ValueError(f"status={status!r}: expected one of {sorted(_TERMINAL_STATUSES)}")
+        pending = self._pending.get(dir_name)
+        if pending is None:  # Ray's message
+            logger.warning("Checkpoint %s not found in pending training results. ", dir_name)
+            return
+        record = pending[0]
+        lists = (self._results, self._encoded, self._indices, self._keys)
+        saved = ([list(lst) for lst in lists], dict(self._pending),
+                 {k: list(v) for k, v in self._carried.items()},
+                 dict(record.metrics), record.key, record.encoded)
+        try:
+            del self._pending[dir_name]
+            if status == "VALIDATED":
+                record.metrics.update(metrics or {})
+                self._prepare(record)  # may raise: the merged metrics must be storable
+                at = next(i for i, r in enumerate(self._results) if r is record)
+                for lst in lists:
+                    del lst[at]
+                position = self._insert_position(record)
+                for lst, item in zip(lists, self._columns(record), strict=True):
+                    lst.insert(position, item)
+            self._carried.setdefault(_TERMINAL_STATUSES[status], []).append(dir_name)
+            doomed = self._retention(self._results, latest=self._latest)
+            evicted = [self._results[i] for i in doomed]
+            for i in reversed(doomed):
+                for lst in lists:
+                    del lst[i]
+            delta: dict[str, int] = {}
+            for old in evicted:
+                delta[old.dir_name] = delta.get(old.dir_name, 0) - 1
+            snapshot.write_snapshot(self._storage, self._snapshot_bytes(
+                self._latest, self._current_report_index, delta))
+        except BaseException:
+            columns, self._pending, self._carried = saved[0], saved[1], saved[2]
+            for lst, old in zip(lists, columns, strict=True):
+                lst[:] = old
+            record.metrics.clear()
+            record.metrics.update(saved[3])
+            record.key, record.encoded = saved[4], saved[5]
+            raise
+        self._apply_counts(delta, evicted)
 
     @staticmethod
     def _columns(record: CheckpointRecord) -> tuple:
@@ -207,7 +289,7 @@ class CheckpointManager:
             record.dir_name, len(record.encoded) / 1e6, CHECKPOINT_MANAGER_SNAPSHOT_FILENAME,
         )
 
-    def _snapshot_bytes(self, latest: CheckpointRecord, current_report_index: int,
+    def _snapshot_bytes(self, latest: CheckpointRecord | None, current_report_index: int,
                         delta: dict[str, int]) -> bytes:
         """The snapshot of the current lists; `delta` is the change to the name counts that
         the registration being written makes."""
@@ -221,15 +303,14 @@ class CheckpointManager:
             for key, names in self._carried.items()
             if key.endswith("_dir_names")
         }
-        pending = self._carried.get("pending_training_results", [])
+        pending = list(self._pending.values())
         return snapshot.assemble(
             results=self._encoded,
             report_indices=self._indices,
             current_report_index=current_report_index,
-            latest=latest.encoded,
-            pending=[snapshot.encode_entry(e.checkpoint_dir_name, e.metrics, e.version)
-                     for e in pending],
-            pending_validation_specs=self._carried.get("pending_validation_specs", []),
+            latest=None if latest is None else latest.encoded,
+            pending=[r.encoded for r, _ in pending],
+            pending_validation_specs=[spec for _, spec in pending],
             validated=carried.get("validated_checkpoint_dir_names", []),
             timed_out=carried.get("timed_out_validation_checkpoint_dir_names", []),
             failed=carried.get("failed_validation_checkpoint_dir_names", []),
@@ -252,7 +333,7 @@ class CheckpointManager:
                 if results[i] is not latest and results[i].dir_name not in pending]
 
     def _pending_names(self) -> set[str]:
-        return {e.checkpoint_dir_name for e in self._carried.get("pending_training_results", [])}
+        return set(self._pending)
 
     # ----- views --------------------------------------------------------------------------
 
@@ -271,7 +352,8 @@ class CheckpointManager:
             return list(self._results)
         return self._results[-self._num_to_keep :]
 
-    def _checkpoint_of(self, record: CheckpointRecord) -> Any:
+    def checkpoint_of(self, record: CheckpointRecord) -> Any:
+        """The Checkpoint of a retained record (made once)."""
         if record.checkpoint is None:
             from reference.train._checkpoint import Checkpoint
 
@@ -282,15 +364,15 @@ class CheckpointManager:
 
     @property
     def latest_checkpoint(self) -> Any:
-        return None if self._latest is None else self._checkpoint_of(self._latest)
+        return None if self._latest is None else self.checkpoint_of(self._latest)
 
     @property
     def best_checkpoints(self) -> list[tuple[Any, dict]]:
-        return [(self._checkpoint_of(r), r.metrics) for r in self.best_checkpoint_results]
+        return [(self.checkpoint_of(r), r.metrics) for r in self.best_checkpoint_results]
 
     def get_all_reported_checkpoints(self) -> list[tuple[Any, dict]]:
         """(Checkpoint, metrics) of every retained checkpoint, worst -> best."""
-        return [(self._checkpoint_of(r), r.metrics) for r in self._results]
+        return [(self.checkpoint_of(r), r.metrics) for r in self._results]
 
     # ----- snapshot -----------------------------------------------------------------------
 
@@ -309,8 +391,8 @@ class CheckpointManager:
             checkpoint_report_indices=[r.report_index for r in self._results],
             current_report_index=self._current_report_index,
             latest_checkpoint_result=None if self._latest is None else entry(self._latest),
-            pending_training_results=list(self._carried.get("pending_training_results", [])),
-            pending_validation_specs=list(self._carried.get("pending_validation_specs", [])),
+            pending_training_results=[entry(r) for r, _ in self._pending.values()],
+            pending_validation_specs=[spec for _, spec in self._pending.values()],
             **carried,
         )
 
@@ -344,9 +426,16 @@ class CheckpointManager:
         if state.latest_checkpoint_result is not None:
             self._latest = by_name[state.latest_checkpoint_result.checkpoint_dir_name]
         self._current_report_index = state.current_report_index
+        for entry, spec in zip(state.pending_training_results, state.pending_validation_specs,
+                               strict=True):
+            record = by_name.get(entry.checkpoint_dir_name)
+            if record is None:  # Ray's loader would fail here; one entry is not worth that
+                logger.warning("The run snapshot lists a pending validation of %r, which is "
+                               "not among its checkpoints; it is dropped.",
+                               entry.checkpoint_dir_name)
+                continue
+            self._pending[record.dir_name] = (record, spec)
         self._carried = {
-            "pending_training_results": state.pending_training_results,
-            "pending_validation_specs": state.pending_validation_specs,
             "validated_checkpoint_dir_names": state.validated_checkpoint_dir_names,
             "timed_out_validation_checkpoint_dir_names": (
                 state.timed_out_validation_checkpoint_dir_names

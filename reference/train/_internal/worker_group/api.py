@@ -90,6 +90,8 @@ class Report:
     metrics: Any
     staged: bool  # this rank's checkpoint files are in the round's staging folder
     checkpoint_dir_name: str | None
+    #: report(validation=...): False, True or a ValidationTaskConfig
+    validation: Any = False
 
 
 @dataclasses.dataclass(frozen=True)

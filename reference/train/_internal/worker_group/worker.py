@@ -25,7 +25,8 @@ which only another rank does is registered under rank 0's name, without that ran
 controller: `report()` returns only after the round was acknowledged, and the controller
 writes the snapshot (the retained checkpoints, worst to best, with their validation
 bookkeeping) before it acknowledges; the next round cannot be registered before this rank
-reports again. Metrics come back in the form the snapshot stores them (JSON: tuples and sets
+reports again. In VALIDATED mode it reads the snapshot again until no checkpoint is
+pending validation (the controller rewrites it as each validation settles). Metrics come back in the form the snapshot stores them (JSON: tuples and sets
 as lists, non-finite floats as None), which is also what a resumed run holds.
 """
 
@@ -199,6 +200,45 @@ def reported_checkpoints(storage) -> list[ReportedCheckpoint]:
     ]
 
 
+#: how often get_all_reported_checkpoints(VALIDATED) reads the snapshot while it waits
+VALIDATED_POLL_S = 0.05
+
+
+def wait_for_validations(storage, timeout_s: float | None) -> list[ReportedCheckpoint]:
+    """The reported checkpoints once none is PENDING_VALIDATION, or at `timeout_s` (logged
+    every RAY_TRAIN_COLLECTIVE_WARN_INTERVAL_S while it waits, as in Ray)."""
+    import threading
+    import time
+
+    from reference.train._internal.controller.controller import (
+        COLLECTIVE_WARN_INTERVAL_S_ENV_VAR,
+        collective_warn_interval_s,
+    )
+
+    warn_interval_s = collective_warn_interval_s()
+    start = time.monotonic()
+    deadline = None if timeout_s is None else start + timeout_s
+    warn_at = start + warn_interval_s
+    pause = threading.Event()  # never set: a bounded wait between reads
+    while True:
+        found = reported_checkpoints(storage)
+        if not any(r.status is ReportedCheckpointStatus.PENDING_VALIDATION for r in found):
+            return found
+        now = time.monotonic()
+        if deadline is not None and now >= deadline:
+            return found
+        if now >= warn_at:  # Ray's message
+            logging.getLogger(__name__).warning(
+                "`get_all_reported_checkpoints` has been waiting for all checkpoints to get "
+                "to the %s state for %.2f s.\nYou can set the %s environment variable to "
+                "change the frequency of this warning (current value: %s s).",
+                CheckpointConsistencyMode.VALIDATED, now - start,
+                COLLECTIVE_WARN_INTERVAL_S_ENV_VAR, warn_interval_s)
+            warn_at = now + warn_interval_s
+        pause.wait(VALIDATED_POLL_S if deadline is None
+                   else max(0.0, min(VALIDATED_POLL_S, deadline - now)))
+
+
 def preemption_notice() -> tuple[str, float | None]:
     """This rank's part of get_preemption_info(): its node id and the deadline of a
     preemption notice for that node (UNIX seconds), or None."""
@@ -209,20 +249,6 @@ def preemption_notice() -> tuple[str, float | None]:
     deadline = worker.preemption()  # a time.monotonic() value
     unix = None if deadline is None else time.time() + (deadline - time.monotonic())
     return worker.current().node_id, unix
-
-
-_validation_warned = False
-
-
-def _warn_validation_not_run() -> None:
-    """The reference registers the checkpoint but does not run validation functions yet:
-    say so once per worker instead of pretending it was validated."""
-    global _validation_warned
-    if not _validation_warned:
-        _validation_warned = True
-        logging.getLogger(__name__).warning(
-            "report(validation=...): the reference does not run validation functions yet; "
-            "the checkpoint is registered with status COMMITTED and its metrics unchanged.")
 
 
 def install_dataset_shards(shards: dict, data_context) -> None:
@@ -283,8 +309,6 @@ class WorkerSession(Session):
                 "`validation_config` was not set on the trainer, but a validation was "
                 f"requested. Got report(validation={validation!r}); pass "
                 "validation_config=ValidationConfig(fn) to the trainer, or drop validation=.")
-        if validation:
-            _warn_validation_not_run()
         in_place = checkpoint is not None and upload_mode is CheckpointUploadMode.NO_UPLOAD
         if checkpoint_dir_name is not None and not in_place:
             validate_checkpoint_dir_name(checkpoint_dir_name)
@@ -312,7 +336,7 @@ class WorkerSession(Session):
                 worker.before_upload(staging)  # where a fault plan fails or slows an upload
                 stage_checkpoint(checkpoint, spec.storage, staging, move=bool(delete_local))
         self.channel.send(Report(self.context.world_rank, index, metrics, staged,
-                                 checkpoint_dir_name))
+                                 checkpoint_dir_name, validation if staged else False))
         ack: Ack = self.recv()
         if ack.checkpoint is not None:
             # The object passed in, when the round registered its folder (rank 0's name
@@ -337,10 +361,15 @@ class WorkerSession(Session):
         return reply.value
 
     def get_all_reported_checkpoints(self, consistency_mode, timeout_s) -> list:
-        # Nothing to wait for: every report of this rank was acknowledged before report()
-        # returned, and no validation runs here, so both modes are already satisfied.
+        # COMMITTED holds already: every report of this rank was acknowledged (registered)
+        # before report() returned. VALIDATED also waits, as Ray does, until the run has no
+        # pending validation (the controller rewrites the snapshot as each one settles), or
+        # timeout_s passed (then the current list, pending ones included).
         v.check_consistency_mode(consistency_mode, CheckpointConsistencyMode)
-        return reported_checkpoints(self.boot.spec.storage)
+        storage = self.boot.spec.storage
+        if consistency_mode is CheckpointConsistencyMode.COMMITTED:
+            return reported_checkpoints(storage)
+        return wait_for_validations(storage, timeout_s)
 
 
 def serve_calls(session: WorkerSession) -> object:

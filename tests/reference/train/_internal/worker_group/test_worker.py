@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import time
 import uuid
 
 import pytest
@@ -126,10 +127,26 @@ def test_status_comes_from_the_validation_bookkeeping_of_the_snapshot(tmp_path):
         failed_validation_checkpoint_dir_names=["failed"],
         validated_checkpoint_dir_names=["validated"]))
     s = session(tmp_path, name="ray-written")
-    assert [status for _, _, status in listing(s)] == [
+    # COMMITTED: VALIDATED mode would wait for the pending one (no controller settles it)
+    assert [status for _, _, status in listing(s, CheckpointConsistencyMode.COMMITTED)] == [
         ReportedCheckpointStatus.PENDING_VALIDATION, ReportedCheckpointStatus.VALIDATION_TIMEOUT,
         ReportedCheckpointStatus.VALIDATION_FAILED, ReportedCheckpointStatus.VALIDATED,
         COMMITTED]
+
+
+def test_validated_mode_waits_for_a_pending_validation_until_its_timeout(tmp_path):
+    storage = StorageContext(str(tmp_path / "storage"), "pending")
+    os.makedirs(storage.build_checkpoint_path_from_name("ckpt"))
+    entry = snapshot.SnapshotEntry("ckpt", {"n": 1})
+    snapshot.write_snapshot(storage, snapshot.ManagerSnapshot(
+        checkpoint_results=[entry], checkpoint_report_indices=[0], current_report_index=1,
+        latest_checkpoint_result=entry, pending_training_results=[entry],
+        pending_validation_specs=[True]))
+    s = session(tmp_path, name="pending")
+    start = time.monotonic()
+    found = s.get_all_reported_checkpoints(CheckpointConsistencyMode.VALIDATED, 0.3)
+    assert 0.3 <= time.monotonic() - start < 5
+    assert [r.status for r in found] == [ReportedCheckpointStatus.PENDING_VALIDATION]
 
 
 def test_consistency_mode_must_be_one_of_the_modes(tmp_path):
