@@ -406,11 +406,13 @@ class TuneController:
             self._apply_retention(trial)
             self._call("on_checkpoint", trial=trial, checkpoint=checkpoint)
         flat = flatten(result)
-        if self.stopper is not None and (self.stopper(trial.trial_id, result)
-                                         or self.stopper.stop_all()):
+        stop = stop_all = False
+        if self.stopper is not None:  # the trial's verdict first: stop_all may count it
+            stop = self.stopper(trial.trial_id, result)
+            stop_all = self.stopper.stop_all()
+        if stop or stop_all:
             decision = "STOP"
-            if self.stopper.stop_all():
-                self._stop_all = True
+            self._stop_all = self._stop_all or stop_all
         else:
             decision = self.scheduler.on_trial_result(self, trial, flat)
         if decision != "STOP":

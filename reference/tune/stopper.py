@@ -3,18 +3,19 @@
 
 from __future__ import annotations
 
+import abc
 import logging
 from collections.abc import Callable, Mapping
 
 logger = logging.getLogger(__name__)
 
 
-class Stopper:
+class Stopper(abc.ABC):
     """`__call__(trial_id, result)`: True stops that trial; `stop_all()`: True ends the
     experiment."""
 
-    def __call__(self, trial_id: str, result: dict) -> bool:
-        raise NotImplementedError  # pragma: no cover - a subclass decides
+    @abc.abstractmethod
+    def __call__(self, trial_id: str, result: dict) -> bool: ...
 
     def stop_all(self) -> bool:
         return False
