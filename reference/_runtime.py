@@ -25,8 +25,9 @@ _owned = False
 def init(address: str | None = None, *, num_cpus: int | None = None,
          num_gpus: int | None = None, resources: dict | None = None,
          ignore_reinit_error: bool = False, preload: tuple = (), **kwargs):
-    """Start an embedded cluster, or connect to the one at `address` ("auto": from the
-    SIMCLUSTER_ADDRESS environment variable). Returns the cluster handle."""
+    """Start an embedded cluster, or connect to the one at `address` ("auto", or None while
+    the SIMCLUSTER_ADDRESS environment variable is set, as `ray.init()` reads RAY_ADDRESS:
+    the cluster of `simcluster run`). Returns the cluster handle."""
     global _cluster, _owned
     unknown = sorted(set(kwargs) - {"namespace", "runtime_env", "logging_level",
                                     "log_to_driver", "include_dashboard"})
@@ -40,6 +41,8 @@ def init(address: str | None = None, *, num_cpus: int | None = None,
                                "reference.shutdown() first or pass ignore_reinit_error=True.")
         import simcluster
 
+        if address is None:
+            address = os.environ.get("SIMCLUSTER_ADDRESS") or None
         if address == "auto":
             address = os.environ.get("SIMCLUSTER_ADDRESS")
             if not address:

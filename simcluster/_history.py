@@ -14,7 +14,7 @@ Events recorded by a cluster (extra fields in brackets):
     node_up         [node, address, pid, resources, labels]
     node_down       [node, reason: removed | killed | lost | shutdown]
     node_paused     [node]                       node_resumed  [node]
-    worker_start    [worker, node, name, pid]
+    worker_start    [worker, node, name, pid, tags (if the worker has any)]
     worker_exit     [worker, node, code, signal, reason, error]
     message         [worker, direction: to_worker | from_worker, type, size]
     placement       [placement, strategy, bundles, nodes]
@@ -25,6 +25,8 @@ Events recorded by a cluster (extra fields in brackets):
     upload          [worker, path, fault: step | None]   (`simcluster.worker.before_upload`)
     plan_start      [plan, seed]     plan_done     plan_skipped  [step, action, why]
     heal            [nodes, step]    (a plan's partition ended)
+    plan_unfired    [step, action, trigger, optional]   (at close: a step that never acted)
+    <ns>.<name>     [your fields]    (`record_event`: events of a layer above, e.g. train.*)
 
 `subscribe(callback)` calls `callback(event_dict)` after each event is recorded, on the
 thread that recorded it (often the cluster's event loop, sometimes holding the driver's

@@ -20,8 +20,9 @@ Both have (the `ClusterLike` protocol below):
                              "accelerator_type:A100": 1.0, <custom>: ...}
     .place(bundles, strategy="PACK", *, timeout_s=30.0) -> Placement
     .start_worker(node_id, fn, args=(), kwargs=None, *, env=None, bundle=None,
-                  placement=None, name=None, timeout_s=30.0) -> WorkerHandle
+                  placement=None, name=None, tags=None, timeout_s=30.0) -> WorkerHandle
     .kill_worker(worker_id, signal=SIGKILL)
+    .record_event(name, **fields)   an event of your own in the history ("train.report")
     .send(worker_id, obj), .channel(worker_id) -> Channel
     .on_message(callback(worker_id, obj)), .on_worker_exit(callback(WorkerExit))
     .history -> History, .close(), context manager
@@ -61,6 +62,13 @@ error (its exception, or `RemoteError` if that could not be pickled), traceback 
 reason ("exited" | "node_lost" | "shutdown"; clients also "disconnected"), ok.
 `on_worker_exit` callbacks run on the cluster's event-loop thread as soon as the exit is
 known (no polling interval: the supervisor watches a pidfd per worker).
+
+Tags and events of your own. `start_worker(tags={"rank": 1})` labels a worker with str keys
+and scalar values: they are in its `worker_start` event, and fault plans select workers by
+them ("worker": "rank=1"). `record_event("train.report", report=3)` appends an event with a
+dotted name (simcluster's own have none) to the history, where plan triggers see it. This is
+how a layer above (the reference's trainers) makes its own vocabulary (ranks, attempts,
+reports) usable in fault plans and pictures without simcluster knowing what it means.
 
 Messages. One persistent, authenticated socket per worker, length-prefixed frames.
 Driver side: `send(worker_id, obj)`; incoming messages go (1) to the worker's channel if
@@ -154,8 +162,10 @@ class ClusterLike(Protocol):
     def start_worker(self, node_id: str | Node | None, fn: Callable, args: Sequence = ...,
                      kwargs: Mapping[str, Any] | None = ..., *, env: Mapping[str, str] | None = ...,
                      bundle: Any = ..., placement: Placement | None = ..., name: str | None = ...,
+                     tags: Mapping[str, Any] | None = ...,
                      timeout_s: float = ...) -> WorkerHandle: ...
     def kill_worker(self, worker_id: str, signal: int = ...) -> None: ...
+    def record_event(self, name: str, **fields: Any) -> None: ...
     def send(self, worker_id: str, obj: object) -> None: ...
     def channel(self, worker_id: str) -> Channel: ...
     def on_message(self, callback: Callable[[str, Any], Any]) -> Callable: ...

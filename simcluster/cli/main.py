@@ -57,6 +57,11 @@ def parse_nodes(text: str) -> list[NodeSpec]:
     return specs
 
 
+#: `simcluster run`'s own exit status when the script succeeded but a planned fault never
+#: acted (its trigger never came, or it found no target) and the step was not optional.
+EXIT_UNFIRED = 3
+
+
 def _run(args) -> int:
     specs = parse_nodes(args.nodes)
     plan = FaultPlan.load(args.faults) if args.faults else None
@@ -67,13 +72,23 @@ def _run(args) -> int:
                       faults=plan)
     history_path = cluster.history.path
     progress = make_progress(cluster.history, quiet=args.quiet, stream=sys.stderr)
-    child = None
+    child, code, interrupted = None, None, []
     try:
         print(f"simcluster: {len(specs)} nodes up at {cluster.address} "
               f"(provider {cluster.provider.name}); history: {history_path}", file=sys.stderr)
         env = {**os.environ, "SIMCLUSTER_ADDRESS": cluster.address}
-        child = subprocess.Popen([sys.executable, args.script, *args.args], env=env)
-        forward = lambda sig, _frame: child.send_signal(sig)  # noqa: E731
+        # Its own process group: a Ctrl-C reaches the script once, from here, not twice
+        # (from the terminal and forwarded); a second Ctrl-C kills it.
+        child = subprocess.Popen([sys.executable, args.script, *args.args], env=env,
+                                 process_group=0)
+
+        def forward(sig, _frame):
+            if sig == signal.SIGINT and interrupted:
+                child.kill()
+                return
+            interrupted.append(sig)
+            child.send_signal(sig)
+
         old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             code = child.wait()
@@ -86,12 +101,25 @@ def _run(args) -> int:
             child.wait()
         progress.close()
         cluster.close()
+    status = 128 - code if code < 0 else code  # what a shell reports for the script
     events = History.read(history_path)
     faults = sum(e["event"] == "fault" for e in events)
-    print(f"simcluster: the script exited with {code}; {len(events)} events, {faults} faults; "
+    how = (f"was stopped by {signal.Signals(-code).name} (exit status {status})" if code < 0
+           else f"exited with {status}")
+    print(f"simcluster: the script {how}; {len(events)} events, {faults} faults; "
           f"history: {history_path} (read it with `simcluster history {history_path}`)",
           file=sys.stderr)
-    return 128 - code if code < 0 else code
+    missed = [e for e in events if e["event"] == "plan_unfired"]
+    for e in missed:
+        note = "optional, so not a failure" if e["optional"] else "the run fails"
+        print(f"simcluster: fault plan step {e['step']} ({e['action']} at {e['trigger']}) "
+              f"never acted: {e['why']} ({note})", file=sys.stderr)
+    if status == 0 and any(not e["optional"] for e in missed):
+        print(f"simcluster: exit status {EXIT_UNFIRED}: the script passed, but not every "
+              "planned fault happened, so the run did not test what the plan says (mark a "
+              "step \"optional\": true if it may not happen)", file=sys.stderr)
+        return EXIT_UNFIRED
+    return status
 
 
 def format_event(event: dict, t0: float) -> str:

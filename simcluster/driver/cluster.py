@@ -12,7 +12,7 @@ from .._spec import Node, NodeSpec
 from ..faults.plan import FaultPlan
 from ..faults.runner import PlanRun
 from ..frontend.endpoint import Endpoint, Placement, WorkerHandle
-from ..frontend.start_args import blob_for, check_env, resolve_target
+from ..frontend.start_args import blob_for, check_env, check_event, check_tags, resolve_target
 from ..providers.base import Provider
 from ..providers.registry import make_provider
 from .driver import Driver
@@ -153,16 +153,23 @@ class Cluster(Endpoint):
                      kwargs: Mapping[str, Any] | None = None, *,
                      env: Mapping[str, str] | None = None, bundle=None,
                      placement: Placement | None = None, name: str | None = None,
+                     tags: Mapping[str, Any] | None = None,
                      timeout_s: float = 30.0) -> WorkerHandle:
         """Run `fn(*args, **kwargs)` in a new process on a node; returns once it runs."""
         node_id, bundle = resolve_target(node_id, bundle, placement)
         blob = blob_for(fn, args, kwargs or {})
         w = self._driver.start_worker(self, node_id, blob, check_env(env), bundle, name,
-                                      timeout_s)
+                                      timeout_s, check_tags(tags))
         return WorkerHandle(self, w.id, w.pid, w.node_id, w.name)
 
     def kill_worker(self, worker_id: str, signal: int = _signal.SIGKILL) -> None:
         self._driver.kill_worker(worker_id, int(signal))
+
+    def record_event(self, name: str, **fields) -> None:
+        """Add an event of your own to the history (a dotted name, e.g. "train.report");
+        fault-plan triggers can fire on it like on any other event."""
+        check_event(name, fields)
+        self._driver.history.record(name, **fields)
 
     # -- lifecycle -------------------------------------------------------------------------
     def close(self) -> None:

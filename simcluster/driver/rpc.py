@@ -119,11 +119,14 @@ class ClientSession:
             self.placements.discard(placement_id)
         self.driver.release(placement_id)
 
-    def rpc_start_worker(self, node_id, blob, env, bundle, name, timeout_s) -> tuple:
-        w = self.driver.start_worker(self, node_id, blob, env, bundle, name, timeout_s)
+    def rpc_start_worker(self, node_id, blob, env, bundle, name, timeout_s, tags=None) -> tuple:
+        w = self.driver.start_worker(self, node_id, blob, env, bundle, name, timeout_s, tags)
         if not self._adopt("worker", w.id):
             self.driver.kill_worker(w.id, signal.SIGKILL)
         return w.id, w.pid, w.node_id, w.name
+
+    def rpc_record_event(self, name: str, fields: dict) -> None:
+        self.driver.history.record(name, **fields)  # checked by the client
 
     def rpc_kill_worker(self, worker_id: str, sig: int) -> None:
         self.driver.kill_worker(worker_id, sig)

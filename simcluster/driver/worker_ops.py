@@ -30,6 +30,7 @@ FORCE_AFTER_S = 0.5
 class WorkerRec:
     def __init__(self, worker_id: str, node_id: str, name: str, owner):
         self.id, self.node_id, self.name, self.owner = worker_id, node_id, name, owner
+        self.tags: dict = {}
         self.pid: int | None = None
         self.conn = None
         self.pending: list[tuple] = []         # (kind, payload) sent before its socket connected
@@ -48,7 +49,8 @@ class WorkerOps:
     """Mixed into `Driver`; uses its lock, nodes, history, loop and address."""
 
     def start_worker(self, owner, node_id: str, blob: bytes, env: dict[str, str],
-                     bundle: Bundle | None, name: str | None, timeout_s: float) -> WorkerRec:
+                     bundle: Bundle | None, name: str | None, timeout_s: float,
+                     tags: dict | None = None) -> WorkerRec:
         with self.lock:
             self._check_open("start_worker")
             rec = self.nodes.get(node_id)
@@ -69,6 +71,7 @@ class WorkerOps:
                         "SIMCLUSTER_ADDRESS": self.address,
                         "SIMCLUSTER_WORKER_ID": wid, **env}
             w = WorkerRec(wid, node_id, name or wid, owner)
+            w.tags = dict(tags or {})
             self.workers[wid] = w
             rec.workers.add(wid)
             paused = rec.node.state == "paused"
@@ -189,7 +192,9 @@ class WorkerOps:
         if not w.announced:
             w.announced, w.pid = True, pid
             self.nodes[w.node_id].pids.add(pid)
-            self.history.record("worker_start", worker=w.id, node=w.node_id, name=w.name, pid=pid)
+            extra = {"tags": w.tags} if w.tags else {}
+            self.history.record("worker_start", worker=w.id, node=w.node_id, name=w.name,
+                                pid=pid, **extra)
 
     def _lose_workers(self, worker_ids, reason: str, node_id: str) -> None:
         """The node went down: finish its workers (status unknown: SIGKILL)."""

@@ -3,7 +3,8 @@
 Each `_do_<kind>(step, action, event, cause)` records its `fault` event (with `cause`: the
 step and its trigger) before the fault takes effect, then injects it; it raises
 SimclusterError when it has no target, which the plan records as `plan_skipped`. Targets:
-a worker is picked among the *running* workers whose name matches, a node among the nodes
+a worker is picked among the *running* workers the selector picks (name glob or tags), a
+node among the nodes
 that are up; several candidates are sorted naturally and one is drawn from the step's own
 `random.Random(f"{seed}:{step}")`, so a replay draws the same.
 """
@@ -16,6 +17,7 @@ from fnmatch import fnmatchcase
 
 from .._errors import SimclusterError
 from .._spec import NodeSpec
+from .plan import selects
 
 
 class Actions:
@@ -143,7 +145,8 @@ class Actions:
             if pattern == "$trigger":
                 found = [w for w in [self._trigger_worker(event)] if w in self._workers]
             else:
-                found = [w for w, (name, _) in self._workers.items() if fnmatchcase(name, pattern)]
+                found = [w for w, (name, _) in self._workers.items()
+                         if selects(pattern, name, self._tags.get(w, {}))]
         if not found:
             raise SimclusterError(f"no running worker matches worker={pattern!r}")
         return self._choose(i, sorted(found, key=_natural))
@@ -163,8 +166,8 @@ class Actions:
                     wanted.add(event.get("node") or
                                self._names.get(event.get("worker"), (None, None))[1])
                 elif pattern.startswith("worker:"):
-                    wanted.update(node for name, node in self._workers.values()
-                                  if fnmatchcase(name, pattern[7:]))
+                    wanted.update(node for w, (name, node) in self._workers.items()
+                                  if selects(pattern[7:], name, self._tags.get(w, {})))
                 else:
                     wanted.update(n for n in live if fnmatchcase(n, pattern))
         found = [live[n] for n in sorted(wanted & set(live), key=_natural)]

@@ -13,15 +13,26 @@ Triggers (each fires at most once):
     Trigger.message(worker="*", nth=1)    a worker's nth message to the driver (per worker)
     Trigger.node_up(node="*", nth=1)      Trigger.worker_exit(worker="*", **match)
 
-Matching: `worker` is a glob over the worker's *name* (its id when unnamed), `node` a glob
-over node ids; other fields compare equal, or as a glob over `str(value)` when the pattern
-is a str. A pattern never matches a field that is absent or None, so `signal="*"` means
-"ended by a signal".
+Matching: `worker` is a worker selector (below), `node` a glob over node ids; other fields
+compare equal, or as a glob over `str(value)` when the pattern is a str. A field the event
+lacks is looked up in the tags of the event's worker (`start_worker(tags=...)`), so
+`Trigger.on("message", rank=1)` means "a message of the worker tagged rank=1". A pattern
+never matches a field that is absent or None, so `signal="*"` means "ended by a signal".
 
-Targets of actions: `worker` is a name glob or "$trigger" (the worker of the triggering
-event); `node` is a node-id glob, "$trigger" (the triggering event's node) or
-"worker:<name glob>" (the node a running worker is on). Several candidates: one is picked
-with the plan's seed, so a replay picks the same one.
+Worker selectors: a glob over the worker's *name* (its id when unnamed), or tags:
+"key=glob[,key=glob...]" (e.g. "rank=1", "rank=1,attempt=0"), each a glob over
+`str(tag value)`. Tags are how a layer above simcluster (the reference tags its Train
+workers with run, attempt and rank) lets a plan name workers the way its users think.
+
+Targets of actions: `worker` is a selector or "$trigger" (the worker of the triggering
+event); `node` is a node-id glob, an int i (node "node-<i>"), "$trigger" (the triggering
+event's node) or "worker:<selector>" (the node a running worker is on). Several
+candidates: one is picked with the plan's seed, so a replay picks the same one.
+
+A step that never acts (its trigger never came, or its target was gone) fails
+`simcluster run` unless the step is `optional`: a plan that tested nothing is not a pass.
+The file format (JSON or YAML) is `plan.schema.json` beside this module; `load` checks a
+file against it and names the entry and field of each mistake.
 """
 
 from __future__ import annotations
@@ -30,6 +41,8 @@ import dataclasses
 import json
 import math
 from collections.abc import Iterable, Mapping
+from fnmatch import fnmatchcase
+from pathlib import Path
 from typing import Any
 
 from .._spec import NodeSpec
@@ -52,6 +65,30 @@ ACTIONS: dict[str, dict[str, Any]] = {
     "heal": {"nodes": ("*",)},
 }
 _SCALAR = (str, int, float, bool, type(None))
+_SCHEMA_PATH = Path(__file__).with_name("plan.schema.json")
+
+
+def parse_selector(pattern: str) -> dict[str, str] | None:
+    """"rank=1,attempt=0" -> {"rank": "1", "attempt": "0"}; a name glob -> None."""
+    if "=" not in pattern:
+        return None
+    out = {}
+    for part in pattern.split(","):
+        key, eq, value = part.partition("=")
+        if not eq or not key.strip() or not value.strip():
+            raise ValueError(f"worker selector {pattern!r}: expected 'key=glob[,key=glob...]' "
+                             "(e.g. 'rank=1'), or a glob over worker names")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def selects(pattern: str, name: str, tags: Mapping[str, Any]) -> bool:
+    """Whether a worker selector (a name glob or "key=glob,...") picks this worker."""
+    wanted = parse_selector(pattern)
+    if wanted is None:
+        return fnmatchcase(name, pattern)
+    return all(key in tags and tags[key] is not None and fnmatchcase(str(tags[key]), glob)
+               for key, glob in wanted.items())
 
 
 def _check_seconds(where: str, value: Any, *, optional: bool) -> None:
@@ -78,8 +115,12 @@ class Trigger:
     nth: int = 1
     per_worker: bool = False
     match: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    #: the step may never act (its event may not come): not a failure of the run
+    optional: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.optional, bool):
+            raise TypeError(f"Trigger(optional={self.optional!r}): expected a bool")
         if (self.after_s is None) == (self.event is None):
             raise ValueError(f"Trigger(after_s={self.after_s!r}, event={self.event!r}): "
                              "give exactly one of them")
@@ -110,6 +151,10 @@ class Trigger:
     def on(cls, event: str, *, nth: int = 1, per_worker: bool = False, **match) -> Trigger:
         return cls(event=event, nth=nth, per_worker=per_worker, match=match)
 
+    def as_optional(self, optional: bool = True) -> Trigger:
+        """This trigger, for a step that may never act without failing the run."""
+        return dataclasses.replace(self, optional=optional)
+
     @classmethod
     def message(cls, worker: str = "*", nth: int = 1, *, per_worker: bool = True) -> Trigger:
         """The `nth` message a worker named like `worker` sends to the driver."""
@@ -139,7 +184,8 @@ class Trigger:
 
     @classmethod
     def from_dict(cls, data: Mapping) -> Trigger:
-        _check_keys("trigger", data, {"after_s", "event", "nth", "per_worker", "match"})
+        _check_keys("trigger", data, {"after_s", "event", "nth", "per_worker", "match",
+                                      "optional"})
         return cls(**data)
 
     def __str__(self) -> str:
@@ -148,6 +194,9 @@ class Trigger:
         fields = ", ".join(f"{k}={v!r}" for k, v in self.match.items())
         each = " of one worker" if self.per_worker else ""
         return f"{_ordinal(self.nth)} {self.event}{each}({fields})"
+
+    def describe(self) -> str:
+        return str(self) + (" (optional)" if self.optional else "")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,6 +223,10 @@ class Action:
             else:
                 params[name] = default
         where = f"Action({self.kind}).{{}}"
+        if "node" in params:
+            params["node"] = _node_id(params["node"])
+        if "nodes" in params and isinstance(params["nodes"], (list, tuple)):
+            params["nodes"] = [_node_id(n) for n in params["nodes"]]
         for name, value in params.items():
             _check_param(where.format(name), name, value)
         if "nodes" in params:
@@ -207,9 +260,21 @@ class Action:
         return f"{self.kind}({fields})"
 
 
+def _node_id(value: Any) -> Any:
+    """`node: 1` is node "node-1" (the cluster's nodes are numbered in start order)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return f"node-{value}"
+    return value
+
+
 def _check_param(where: str, name: str, value: Any) -> None:
     if name in ("worker", "node"):
         _check_pattern(where, value)
+        if name == "worker" and value != "$trigger":
+            try:
+                parse_selector(value)
+            except ValueError as exc:
+                raise ValueError(f"{where}: {exc}") from None
     elif name == "nodes":
         if isinstance(value, str) or not isinstance(value, Iterable):
             raise TypeError(f"{where}={value!r}: expected a list of node-id globs")
@@ -273,35 +338,128 @@ class FaultPlan:
         return any(a.kind in ("partition", "heal") for _, a in self.steps)
 
     def to_dict(self) -> dict:
-        return {"version": 1, "seed": self.seed,
-                "steps": [{"trigger": t.to_dict(), "action": a.to_dict()} for t, a in self.steps]}
+        steps = []
+        for t, a in self.steps:
+            step = {"trigger": t.to_dict(), "action": a.to_dict()}
+            if t.optional:
+                step["optional"] = True
+            steps.append(step)
+        return {"version": 1, "seed": self.seed, "steps": steps}
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> FaultPlan:
-        _check_keys("plan", data, {"version", "seed", "steps"})
-        if data.get("version", 1) != 1:
-            raise ValueError(f"plan version={data['version']!r}: this simcluster reads "
-                             "version 1")
-        steps = [(Trigger.from_dict(s["trigger"]), Action.from_dict(s["action"]))
-                 for s in data.get("steps", ())]
+    def from_dict(cls, data: Mapping, *, source: str = "plan") -> FaultPlan:
+        """A plan from its data form, checked against `plan.schema.json` first: a mistake is
+        a ValueError naming `source`, the entry and the field (`plan.json: steps[1].action:
+        ...`)."""
+        check_schema(data, source)
+        steps = []
+        for i, s in enumerate(data.get("steps", ())):
+            where = f"{source}: steps[{i}]"
+            try:
+                trigger = Trigger.from_dict(s["trigger"])
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"{where}.trigger: {exc}") from None
+            try:
+                act = Action.from_dict(s["action"])
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"{where}.action: {exc}") from None
+            steps.append((trigger.as_optional(s.get("optional", False) or trigger.optional),
+                          act))
         return cls(tuple(steps), seed=data.get("seed", 0))
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
 
     @classmethod
-    def from_json(cls, text: str) -> FaultPlan:
-        return cls.from_dict(json.loads(text))
+    def from_json(cls, text: str, *, source: str = "plan") -> FaultPlan:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{source}: not valid JSON: {exc}") from None
+        return cls.from_dict(data, source=source)
+
+    def to_yaml(self) -> str:
+        import yaml
+
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+    @classmethod
+    def from_yaml(cls, text: str, *, source: str = "plan") -> FaultPlan:
+        import yaml
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ValueError(f"{source}: not valid YAML: {exc}") from None
+        return cls.from_dict(data, source=source)
 
     @classmethod
     def load(cls, path) -> FaultPlan:
+        """Read a plan file: YAML for `.yaml` / `.yml`, JSON otherwise."""
         with open(path, encoding="utf-8") as f:
-            return cls.from_json(f.read())
+            text = f.read()
+        if str(path).lower().endswith((".yaml", ".yml")):
+            return cls.from_yaml(text, source=str(path))
+        return cls.from_json(text, source=str(path))
 
     def __str__(self) -> str:
         lines = [f"FaultPlan(seed={self.seed})"]
-        lines += [f"  [{i}] {t} -> {a}" for i, (t, a) in enumerate(self.steps)]
+        lines += [f"  [{i}] {t.describe()} -> {a}" for i, (t, a) in enumerate(self.steps)]
         return "\n".join(lines)
+
+
+def schema() -> dict:
+    """The JSON Schema of a plan file (`plan.schema.json`, shipped with simcluster)."""
+    return json.loads(_SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+def check_schema(data: Any, source: str = "plan") -> None:
+    """ValueError naming the entry and field of the first mistakes of `data` (at most 5)."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema())
+    lines = []
+    for error in sorted(validator.iter_errors(data),
+                        key=lambda e: (list(map(str, e.absolute_path)), e.message)):
+        lines += [f"{_where(path)}: {message}" for path, message in _explain(error)]
+    if not lines:
+        return
+    more = f" (and {len(lines) - 5} more)" if len(lines) > 5 else ""
+    raise ValueError(f"{source}: not a valid fault plan{more} (the format: "
+                     f"simcluster/faults/{_SCHEMA_PATH.name}, explained in docs/fault_plans.md):"
+                     "\n  " + "\n  ".join(lines[:5]))
+
+
+def _where(path) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+    return out or "(the plan)"
+
+
+def _explain(error) -> list[tuple[list, str]]:
+    """(path, message) pairs, most specific first. Of a oneOf (an action's kinds, a
+    trigger's forms), the branch the entry meant: the one whose `kind` matches, else the
+    one with fewest errors (the more general on a tie); none if no `kind` matched (the
+    `enum` error of `kind` says so already)."""
+    if error.validator not in ("oneOf", "anyOf") or not error.context:
+        return [(list(error.absolute_path), _message(error))]
+    branches: dict[int, list] = {}
+    for sub_error in error.context:
+        branches.setdefault(sub_error.relative_schema_path[0], []).append(sub_error)
+    meant = {i: errs for i, errs in branches.items()
+             if not any(list(e.relative_schema_path)[-2:] == ["kind", "const"] for e in errs)}
+    if not meant:
+        return []
+    options = error.schema[error.validator]
+    best = min(meant, key=lambda i: (len(meant[i]), -len(options[i].get("properties", {}))))
+    return [(list(e.absolute_path), _message(e)) for e in meant[best]]
+
+
+def _message(error) -> str:
+    if error.validator == "additionalProperties":
+        return f"{error.message}; allowed: {sorted(error.schema.get('properties', {}))}"
+    return error.message
 
 
 def _check_keys(what: str, data: Any, allowed: set[str]) -> None:

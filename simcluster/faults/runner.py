@@ -30,7 +30,7 @@ from fnmatch import fnmatchcase
 
 from .._errors import ChannelClosed, SimclusterError
 from .actions import Actions
-from .plan import FaultPlan, Trigger
+from .plan import FaultPlan, Trigger, selects
 
 INLINE = {"kill_worker", "raise_in_worker", "fail_upload", "slow_upload", "kill_node",
           "preempt_node"}
@@ -63,6 +63,7 @@ class PlanRun(Actions):
         self._counts: list[dict] = [{} for _ in plan.steps]
         self._workers: dict[str, tuple[str, str]] = {}   # id -> (name, node), running ones
         self._names: dict[str, tuple[str, str]] = {}     # every worker seen
+        self._tags: dict[str, dict] = {}                 # worker id -> its tags
         self._arms: list[tuple[int, str, tuple]] = []    # (step, worker glob or id, verdict)
         self._preempted: dict[str, float] = {}
         self._cut: set[str] = set()
@@ -76,6 +77,7 @@ class PlanRun(Actions):
             for w in self.driver.workers.values():
                 if w.announced:
                     self._workers[w.id] = self._names[w.id] = (w.name, w.node_id)
+                    self._tags[w.id] = dict(w.tags)
         self.t0 = time.monotonic()
         self.history.record("plan_start", plan=self.plan.to_dict(), seed=self.plan.seed)
         self.driver.plan_runs.append(self)
@@ -99,13 +101,32 @@ class PlanRun(Actions):
             return self._cv.wait_for(lambda: self._open == 0 or self._stopped, timeout) \
                 and self._open == 0
 
+    def unfired(self) -> list[dict]:
+        """The steps that never acted: their trigger never came, or it came and the step
+        found no target (`plan_skipped`). {step, action, trigger, optional, why}."""
+        acted = {entry["step"] for entry in self.injected}
+        skipped = {entry["step"]: entry["why"] for entry in self.skipped}
+        out = []
+        for i, (trigger, act) in enumerate(self.plan.steps):
+            if i in acted:
+                continue
+            why = (f"it fired but found no target: {skipped[i]}" if i in skipped
+                   else "its trigger never came" if not self._fired[i]
+                   else "it had not acted yet when the plan stopped")
+            out.append({"step": i, "action": str(act), "trigger": str(trigger),
+                        "optional": trigger.optional, "why": why})
+        return out
+
     def stop(self) -> None:
-        """Stop firing; heal partitions this plan made. Idempotent."""
+        """Stop firing; heal partitions this plan made; record each step that never acted
+        as `plan_unfired`. Idempotent."""
         with self._cv:
             if self._stopped:
                 return
             self._stopped = True
             self._cv.notify_all()
+        for entry in self.unfired():
+            self.history.record("plan_unfired", **entry)
         self.history.unsubscribe(self._on_event)
         if self in self.driver.plan_runs:
             self.driver.plan_runs.remove(self)
@@ -127,6 +148,7 @@ class PlanRun(Actions):
             wid = event.get("worker")
             if kind == "worker_start":
                 self._workers[wid] = self._names[wid] = (event["name"], event["node"])
+                self._tags[wid] = event.get("tags") or {}
             elif kind == "worker_exit":
                 self._workers.pop(wid, None)
             for i, (trigger, _) in enumerate(self.plan.steps):
@@ -148,10 +170,16 @@ class PlanRun(Actions):
 
     def _match(self, trigger: Trigger, event: dict) -> bool:
         for field, pattern in trigger.match.items():
-            if field == "worker":
-                value = self._names.get(event.get("worker"), (event.get("worker"),))[0]
-            elif field == "node" and "node" not in event:
+            if field == "worker" and isinstance(pattern, str):
+                wid = event.get("worker")
+                if wid is None or not selects(pattern, self._names.get(wid, (wid,))[0],
+                                              self._tags.get(wid, {})):
+                    return False
+                continue
+            if field == "node" and "node" not in event:
                 value = self._names.get(event.get("worker"), (None, None))[1]
+            elif field not in event:  # the triggering worker's tags (rank, attempt, ...)
+                value = self._tags.get(event.get("worker"), {}).get(field)
             else:
                 value = event.get(field)
             if not matches(pattern, value):
@@ -185,7 +213,7 @@ class PlanRun(Actions):
         that matches it; None if none does (event-loop thread)."""
         with self._cv:
             for k, (step, target, verdict) in enumerate(self._arms):
-                if target == worker_id or fnmatchcase(name, target):
+                if target == worker_id or selects(target, name, self._tags.get(worker_id, {})):
                     del self._arms[k]
                     return verdict, step
         return None

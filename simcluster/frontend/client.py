@@ -35,7 +35,7 @@ from .._wire import (
     send_frame,
 )
 from .endpoint import Endpoint, Placement, WorkerHandle
-from .start_args import blob_for, check_env, resolve_target
+from .start_args import blob_for, check_env, check_event, check_tags, resolve_target
 
 
 def connect(address: str, *, secret: bytes | None = None, timeout_s: float = 10.0):
@@ -114,15 +114,23 @@ class ClusterClient(Endpoint):
                      kwargs: Mapping[str, Any] | None = None, *,
                      env: Mapping[str, str] | None = None, bundle=None,
                      placement: Placement | None = None, name: str | None = None,
+                     tags: Mapping[str, Any] | None = None,
                      timeout_s: float = 30.0) -> WorkerHandle:
         node_id, bundle = resolve_target(node_id, bundle, placement)
         blob = blob_for(fn, args, kwargs or {})
         wid, pid, node_id, name = self._call("start_worker", node_id, blob, check_env(env),
-                                             bundle, name, timeout_s)
+                                             bundle, name, timeout_s, check_tags(tags))
         return WorkerHandle(self, wid, pid, node_id, name)
 
     def kill_worker(self, worker_id: str, signal: int = _signal.SIGKILL) -> None:
         self._kill_worker(worker_id, int(signal))
+
+    def record_event(self, name: str, **fields) -> None:
+        """Add an event of your own to the cluster's history (see `Cluster.record_event`).
+        Not awaited: it is recorded before any later call of this client is handled."""
+        check_event(name, fields)
+        self._push({"op": "call", "id": None, "method": "record_event",
+                    "args": (name, fields), "kwargs": {}})
 
     @property
     def history(self) -> History:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 
 from .._wire import dumps
@@ -42,6 +43,40 @@ def resolve_target(node_id: object, bundle: object, placement: object) -> tuple[
         raise ValueError(f"start_worker(node_id={node_id!r}): expected a node id (or a Node, "
                          "or None with a bundle)")
     return node_id, bundle
+
+
+_SCALAR = (str, int, float, bool)
+#: Fields every history event has; a recorded event may not set them.
+_RESERVED = frozenset({"t", "seq", "event"})
+
+
+def check_tags(tags: object) -> dict:
+    """`start_worker(tags=...)`: str keys, scalar values (fault plans select workers by them)."""
+    if tags is None:
+        return {}
+    if not isinstance(tags, Mapping) or not all(
+            isinstance(k, str) and k and isinstance(v, _SCALAR) for k, v in tags.items()):
+        raise TypeError(f"start_worker(tags={tags!r}): expected a mapping of non-empty str to "
+                        "str, int, float or bool")
+    return dict(tags)
+
+
+def check_event(name: object, fields: Mapping) -> None:
+    """`record_event(name, **fields)`: a dotted name of the caller's own namespace (so it can
+    never be mistaken for one of simcluster's events) and JSON-able fields."""
+    if not isinstance(name, str) or "." not in name.strip(".") or not name.isprintable() \
+            or " " in name:
+        raise ValueError(f"record_event(name={name!r}): expected a dotted name of your own "
+                         "namespace, e.g. 'train.report' (simcluster's own events have no dot)")
+    reserved = sorted(_RESERVED & set(fields))
+    if reserved:
+        raise ValueError(f"record_event({name!r}, ...): field(s) {reserved} are set by the "
+                         "history itself")
+    try:
+        json.dumps(dict(fields))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"record_event({name!r}, ...): the fields must be JSON-able: "
+                        f"{exc}") from None
 
 
 def check_env(env: object) -> dict[str, str]:

@@ -17,6 +17,12 @@ Ordering hazards, and how they are kept:
 - Validations (validation.py) advance at every RUNNING step, which wakes at least every
   validation.POLL_INTERVAL_S while one is pending; a run that ends waits in SHUTTING_DOWN
   until each is settled, after its group is shut down.
+- What a user should see happen is logged at INFO as Ray logs it (a group starting and
+  started, a failure and the budget it is charged to, a resize) and recorded as train-level
+  events through `events(name, **fields)` (on simcluster: `record_event`, so that fault
+  plans can trigger on `train.report` and pictures can show reports and restarts).
+  Events are recorded before the step's effects reach the ranks (a report's before its
+  acknowledgement), so a fault triggered by one lands at a well-defined point.
 - A round some ranks reported and others did not is logged every
   `report_warn_interval_s`, naming the ranks still missing (a rank that returned early or
   is stuck elsewhere hangs the others in report(), which is otherwise silent).
@@ -96,8 +102,12 @@ class Controller:
         setup_retries: int = 2,
         report_warn_interval_s: float = DEFAULT_COLLECTIVE_WARN_INTERVAL_S,
         validations=None,
+        events: Callable[..., None] | None = None,
     ):
         self.spec = spec
+        #: events(name, **fields): where train-level events go (None: nowhere)
+        self.events = events
+        self.reports = 0  # rounds consolidated in this run, all attempts
         self.factory = factory
         self.manager = checkpoint_manager
         self.failure_policy = failure_policy
@@ -140,8 +150,18 @@ class Controller:
             if self.validations is not None:
                 self.validations.abort()
             self.state = S.Aborted()
+            self._event("run_end", state="ABORTED")
             raise
+        self._event("run_end", state=S.name(self.state))
         return self.state
+
+    def _event(self, name: str, **fields) -> None:
+        if self.events is None:
+            return
+        try:
+            self.events(f"train.{name}", run=self.spec.get("experiment_name"), **fields)
+        except Exception as exc:  # noqa: BLE001 - a lost event must not fail the run
+            logger.debug("Could not record the event train.%s: %r", name, exc)
 
     def _shutdown_group(self) -> None:
         if isinstance(self.state, S.Running):  # abort: no backend shutdown, as in Ray
@@ -168,6 +188,8 @@ class Controller:
 
     # ------------------------------------------------------------ handlers
     def _on_initializing(self, state):
+        self._event("run_start", storage=getattr(self.spec.get("storage"), "experiment_fs_path",
+                                                 None))
         return S.Scheduling(attempt=0), "start"
 
     def _on_scheduling(self, state: S.Scheduling):
@@ -176,8 +198,11 @@ class Controller:
         if decision.size is None:
             self.factory.wait_for_change(self.capacity_wait_s)
             return state, f"waiting: {decision.reason}"
+        checkpoint = self.manager.latest_checkpoint
         group_spec = GroupSpec(num_workers=decision.size, attempt=state.attempt,
-                               checkpoint=self.manager.latest_checkpoint, **self.spec)
+                               checkpoint=checkpoint, **self.spec)
+        logger.info("Attempting to start training worker group of size %d with the following "
+                    "resources: [%s] * %d", decision.size, resources, decision.size)
         try:
             group = self.factory.start(group_spec)
         except BackendSetupError as exc:
@@ -200,6 +225,11 @@ class Controller:
                 return S.Errored(self._controller_error(exc)), f"start failed: {decision}"
             return S.Restarting(state.attempt, exc), f"start failed, {decision}"
         self.setup_failures = 0
+        restored = getattr(checkpoint, "path", None)
+        logger.info("Started training worker group of size %d (attempt %d)%s.", decision.size,
+                    state.attempt, f", restoring from checkpoint {restored}" if restored else "")
+        self._event("attempt_start", attempt=state.attempt, world_size=decision.size,
+                    checkpoint=restored)
         interval = self.scaling_policy.monitor_interval_s
         next_check = None if interval is None else self.clock() + interval
         return (S.Running(state.attempt, group, decision.size, next_resize_check=next_check),
@@ -275,6 +305,9 @@ class Controller:
                     self.validations.submit(record, validation)
         else:
             self.manager.record_report_without_checkpoint()
+        self.reports += 1
+        self._event("report", attempt=state.attempt, round=report.index, report=self.reports,
+                    checkpoint=getattr(checkpoint, "path", None))
         for cb in self.callbacks:
             hook = getattr(cb, "after_report", None)
             if hook is not None:
@@ -322,9 +355,29 @@ class Controller:
         kind = "preemption" if all(f.preempted for f in failures.values()) else "worker_group"
         decision = self.failure_policy.decide(kind)
         ranks = ",".join(str(r) for r in sorted(failures))
+        self._log_failure(state, failures, decision)
         if not decision.retry:
             return S.Errored(error), f"rank {ranks} failed: {decision}"
         return S.Restarting(state.attempt, error), f"rank {ranks} failed: {decision}"
+
+    #: which FailureConfig field each budget is
+    BUDGETS = {"worker_group": "max_failures", "preemption": "max_preemption_failures",
+               "controller": "controller_failure_limit"}
+
+    def _log_failure(self, state: S.Running, failures: dict, decision) -> None:
+        """Ray's `[FailurePolicy]` record, with the ranks and their causes (one line each)."""
+        causes = {rank: _first_line(f.describe()) for rank, f in sorted(failures.items())}
+        limit = "unlimited" if decision.limit < 0 else decision.limit
+        logger.info(
+            "[FailurePolicy] %s\n  Source: %s\n  Error count: %d (max allowed: %s, "
+            "FailureConfig.%s)\n%s", "RETRY" if decision.retry else "RAISE",
+            decision.kind.replace("_", " "), decision.count, limit,
+            self.BUDGETS[decision.kind],
+            "\n".join(f"  Rank {rank} failed: {cause}" for rank, cause in causes.items()))
+        self._event("failure", attempt=state.attempt, ranks=sorted(failures),
+                    cause="; ".join(f"rank {r}: {c}" for r, c in causes.items()),
+                    budget=self.BUDGETS[decision.kind], failures=decision.count,
+                    limit=decision.limit, decision="retry" if decision.retry else "raise")
 
     def _check_resize(self, state: S.Running):
         if self.scaling_policy.monitor_interval_s is None:
@@ -334,6 +387,10 @@ class Controller:
         state.next_resize_check = self.clock() + self.scaling_policy.monitor_interval_s
         if decision.size is None:
             return state, f"resize check: {decision.reason}"
+        logger.info("Resizing the worker group from %d to %d workers: %s.", state.size,
+                    decision.size, decision.reason)
+        self._event("resize", attempt=state.attempt, old_size=state.size,
+                    new_size=decision.size)
         self._end_attempt(state)
         return S.Resizing(state.attempt, decision.size), decision.reason
 
@@ -369,3 +426,11 @@ class Controller:
         from reference.train._exceptions import ControllerError
 
         return ControllerError(exc)
+
+
+def _first_line(text: str) -> str:
+    """The last non-empty line of a traceback (the error), or the first of a message."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    if not lines:
+        return "(no detail)"
+    return lines[-1] if lines[0].startswith("Traceback") else lines[0]

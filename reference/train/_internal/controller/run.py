@@ -11,6 +11,7 @@ import uuid
 import cloudpickle
 import pyarrow.fs as pafs
 
+from reference.train._internal.console import report_interrupt, run_logging
 from reference.train._internal.controller import states as S
 from reference.train._internal.controller.controller import (
     Controller,
@@ -107,8 +108,20 @@ def _run_owned(trainer, train_fn, storage, worker_env: dict):
         report_warn_interval_s=collective_warn_interval_s(),
         callbacks=tuple(rc.callbacks or ()),
         validations=validations,
+        events=getattr(cluster, "record_event", None),
     )
-    final = controller.run()
+    with run_logging(rc.logging_config):
+        try:
+            final = controller.run()
+        except KeyboardInterrupt as exc:
+            latest = manager.latest_checkpoint
+            report_interrupt(exc, (
+                f"stopped the run {rc.name!r} and its workers; its state is in "
+                f"{storage.experiment_fs_path}"
+                + (f" (latest checkpoint: {latest.path})" if latest is not None else
+                   " (no checkpoint yet)")
+                + "; fit() with the same RunConfig(name, storage_path) resumes it"))
+            raise
     if isinstance(final, S.Errored):
         raise final.error
     return build_result(manager, storage, final.return_value)

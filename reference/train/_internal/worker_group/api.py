@@ -115,7 +115,8 @@ class Failed:
     def describe(self) -> str:
         if self.error is not None:
             return self.traceback or repr(self.error)
-        how = f"signal {self.signal}" if self.signal else f"exit code {self.exit_code}"
+        how = (f"signal {self.signal} ({_signal_name(self.signal)})" if self.signal
+               else f"exit code {self.exit_code}")
         return f"worker process of rank {self.rank} died ({how})"
 
 
@@ -231,3 +232,12 @@ class WorkerGroupFactory(abc.ABC):
         import time
 
         time.sleep(timeout)
+
+
+def _signal_name(number: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return "unknown signal"

@@ -290,9 +290,11 @@ def run_backend_shutdown(backend, execution: ExecutionGroup, config) -> Exceptio
     for the caller to raise once the workers are stopped."""
     try:
         backend.on_shutdown(execution, config)
-    except (RayActorError, RayTaskError):
+    except (RayActorError, RayTaskError) as exc:
+        # Ray's words; its traceback (a worker that died or is still running) only at DEBUG
         logger.warning("Graceful shutdown of backend failed. This is expected if one of "
-                       "the workers has crashed.", exc_info=True)
+                       "the workers has crashed. (%s)", exc)
+        logger.debug("The backend's on_shutdown raised:", exc_info=True)
     except Exception as exc:  # noqa: BLE001 - raised after the workers are gone
         return exc
     return None
@@ -482,7 +484,9 @@ class SimclusterGroupFactory(WorkerGroupFactory):
             group.boots[slot.rank] = (slot.node_id, boot, order[slot.rank])
             group.workers[slot.rank] = self.cluster.start_worker(
                 slot.node_id, _worker_entry, args=(group.id, boot), env=boot.env,
-                bundle=placement[order[slot.rank]], name=f"{group.id}:rank{slot.rank}")
+                bundle=placement[order[slot.rank]], name=f"{group.id}:rank{slot.rank}",
+                # what fault plans and pictures select Train workers by ("rank=1")
+                tags={"run": spec.experiment_name or "", "attempt": spec.attempt, "rank": slot.rank})
 
         # Each start waits for its worker to run; overlapping them hides those waits.
         pairs = list(zip(slots, envs, strict=True))
