@@ -17,6 +17,7 @@ from ._errors import (
 )
 from ._history import History
 from ._spec import Node, NodeSpec
+from ._wire import dumps_by_value
 from .driver.cluster import Cluster
 from .driver.placement import STRATEGIES
 from .faults.plan import ACTIONS, Action, FaultPlan, Trigger, action
@@ -57,5 +58,6 @@ __all__ = [
     "WorkerStartError",
     "action",
     "connect",
+    "dumps_by_value",
     "tpu_slice",
 ]

@@ -19,12 +19,16 @@ channel is authenticated, not encrypted, which is what loopback needs.
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import hmac
+import io
+import marshal
 import os
 import pickle
 import socket
 import struct
+import types
 
 import cloudpickle
 
@@ -46,6 +50,28 @@ class ProtocolError(Exception):
     """A peer broke the framing or the handshake; its connection is closed."""
 
 
+def _code_reduce(code: types.CodeType):
+    # marshal keeps every field, co_filename included (cloudpickle >= 3.1 replaces it with
+    # "<dynamic-code>", so a traceback from a worker lost the user's file and line). Both
+    # sides run the same interpreter, which is what marshal needs.
+    return marshal.loads, (marshal.dumps(code),)
+
+
+class _Pickler(cloudpickle.Pickler):
+    """cloudpickle, except that functions pickled by value keep their source file name."""
+
+    dispatch_table = collections.ChainMap({types.CodeType: _code_reduce},
+                                          cloudpickle.Pickler.dispatch_table)
+
+
+def dumps_by_value(obj: object) -> bytes:
+    """cloudpickle's dumps (closures, lambdas, `__main__` by value), keeping the source file
+    of every function's code so that tracebacks from the other side name it."""
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=5).dump(obj)
+    return buffer.getvalue()
+
+
 def dumps(obj: object) -> bytes:
     """Pickle for the other side. Closures, lambdas and anything from `__main__` must travel
     by value (cloudpickle); plain data goes through the C pickler, about 4x faster. Whatever
@@ -58,7 +84,7 @@ def dumps(obj: object) -> bytes:
         else:
             if b"__main__" not in data:
                 return data
-    return cloudpickle.dumps(obj, protocol=5)
+    return dumps_by_value(obj)
 
 
 loads = pickle.loads

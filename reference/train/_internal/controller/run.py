@@ -8,9 +8,9 @@ import functools
 import logging
 import uuid
 
-import cloudpickle
 import pyarrow.fs as pafs
 
+import simcluster
 from reference.train._internal.console import report_interrupt, run_logging
 from reference.train._internal.controller import states as S
 from reference.train._internal.controller.controller import (
@@ -92,7 +92,7 @@ def _run_owned(trainer, train_fn, storage, worker_env: dict):
             experiment_name=rc.name,
             storage=storage,
             staging_prefix=staging_prefix,
-            train_fn=cloudpickle.dumps(train_fn),
+            train_fn=simcluster.dumps_by_value(train_fn),
             backend_config=backend_config,
             datasets=dict(trainer.datasets) or None,
             worker_env={**backend.worker_env, **worker_env},

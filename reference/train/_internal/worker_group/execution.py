@@ -24,6 +24,7 @@ from typing import Any, Callable, TypeVar
 
 import cloudpickle
 
+import simcluster
 from reference._futures import get
 
 T = TypeVar("T")
@@ -69,7 +70,7 @@ class Worker:
 
     def execute_async(self, fn: Callable[..., T], *fn_args, **fn_kwargs) -> Future:
         try:
-            blob = cloudpickle.dumps((fn, fn_args, fn_kwargs))
+            blob = simcluster.dumps_by_value((fn, fn_args, fn_kwargs))
         except Exception as exc:  # noqa: BLE001 - names what could not be sent
             raise TypeError(f"execute({getattr(fn, '__name__', fn)!r}, ...): the function or "
                             f"its arguments cannot be pickled to send to a worker: "
