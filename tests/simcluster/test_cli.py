@@ -84,3 +84,60 @@ def test_run_refuses_bad_arguments(tmp_path, capsys):
     assert main(["run", "--nodes", "2xbanana", "x.py"]) == 2
     assert "cannot read" in capsys.readouterr().err
     assert main(["run", str(tmp_path / "missing.py")]) == 2
+
+
+QUIET_SCRIPT = textwrap.dedent("""
+    import os, signal, sys
+    import simcluster
+    c = simcluster.connect(os.environ["SIMCLUSTER_ADDRESS"])
+    c.record_event("job.step", n=1)
+    if sys.argv[1:] == ["interrupt"]:
+        os.kill(os.getpid(), signal.SIGINT)  # an uncaught KeyboardInterrupt: status 130
+""")
+
+
+def _run_cli(tmp_path, plan_text: str | None, *script_args):
+    script = tmp_path / "quiet.py"
+    script.write_text(QUIET_SCRIPT)
+    args = [sys.executable, "-m", "simcluster", "run", "--quiet"]
+    if plan_text is not None:
+        (tmp_path / "plan.yaml").write_text(plan_text)
+        args += ["--faults", str(tmp_path / "plan.yaml")]
+    return subprocess.run([*args, str(script), *script_args], capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path, env={**os.environ, "PYTHONPATH": os.getcwd()})
+
+
+def test_run_fails_when_a_planned_fault_never_acted(tmp_path):
+    done = _run_cli(tmp_path, "steps:\n"
+                    "  - trigger: {event: job.step, match: {n: 2}}\n"
+                    "    action: {kind: kill_node, node: 0}\n")
+    assert done.returncode == 3, done.stderr
+    assert ("fault plan step 0 (kill_node(node='node-0') at 1st job.step(n=2)) never acted: "
+            "its trigger never came (the run fails)") in done.stderr
+    assert "exit status 3: the script passed, but not every planned fault happened" \
+        in done.stderr
+
+
+def test_run_passes_when_only_optional_faults_never_acted(tmp_path):
+    done = _run_cli(tmp_path, "steps:\n"
+                    "  - trigger: {event: job.step, match: {n: 1}}\n"
+                    "    action: {kind: kill_worker, worker: 'rank=1'}\n"
+                    "    optional: true\n")
+    assert done.returncode == 0, done.stderr
+    assert "it fired but found no target" in done.stderr
+    assert "(optional, so not a failure)" in done.stderr
+
+
+def test_run_reports_the_exit_status_the_shell_sees(tmp_path):
+    done = _run_cli(tmp_path, None, "interrupt")
+    assert done.returncode == 130, done.stderr
+    assert "the script was stopped by SIGINT (exit status 130)" in done.stderr
+
+
+def test_run_names_the_mistake_in_a_plan_file(tmp_path):
+    done = _run_cli(tmp_path, "steps:\n  - trigger: {after_s: 1}\n"
+                    "    action: {kind: kill_worker, wrker: 'rank=1'}\n")
+    assert done.returncode == 2
+    assert "plan.yaml: not a valid fault plan" in done.stderr
+    assert "steps[0].action: Additional properties are not allowed ('wrker' was unexpected)" \
+        in done.stderr
