@@ -300,7 +300,9 @@ class TuneController:
         try:
             handle = self.cluster.start_worker(
                 placement.node_ids[0], trial_main, args=(start,), bundle=placement[0],
-                env={"TUNE_ORIG_WORKING_DIR": os.getcwd()}, name=f"tune:{trial.name}")
+                env={"TUNE_ORIG_WORKING_DIR": os.getcwd()}, name=f"tune:{trial.name}",
+                # fault plans select trial processes by these ("trial=*_00001")
+                tags={"trial": trial.trial_id, "trial_name": trial.name})
         except Exception as exc:  # noqa: BLE001 - a start that failed is a trial failure
             self.events.put(("start_failed", None, (trial, placement, token, exc)))
             return

@@ -157,16 +157,33 @@ def _history(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="simcluster", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run a Python script on a simulated cluster")
-    run.add_argument("--nodes", default="1x4cpu", help="node groups, e.g. 2x4cpu,1x2gpu")
-    run.add_argument("--faults", help="a fault plan (JSON, FaultPlan.to_json)")
-    run.add_argument("--provider", default="process", choices=["process", "netns", "docker"])
-    run.add_argument("--history", help="history file (default: a new file in the state folder, "
-                                       "$SIMCLUSTER_STATE_DIR/history or "
-                                       "~/.local/state/simcluster/history)")
-    run.add_argument("--quiet", action="store_true", help="no progress display")
-    run.add_argument("script")
-    run.add_argument("args", nargs=argparse.REMAINDER)
+    run = sub.add_parser(
+        "run", help="run a Python script on a simulated cluster",
+        description="Start a cluster, run `python SCRIPT ARGS` against it (SIMCLUSTER_ADDRESS "
+                    "is set: reference.init() connects), inject the fault plan, and exit with "
+                    "the script's status; 3 if it passed but a planned fault never acted "
+                    "(unless that step is optional). A Ctrl-C goes to the script once; a "
+                    "second one kills it.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    run.add_argument("--nodes", default="1x4cpu",
+                     help="node groups: [COUNTx]ITEM[+ITEM...][:TYPE], ITEM <n>cpu, <n>gpu or "
+                          "<n>tpu; e.g. 2x4cpu,1x8cpu+2gpu:A100")
+    run.add_argument("--faults", metavar="PLAN", default=None,
+                     help="a fault plan file, YAML (.yaml/.yml) or JSON, in the format of "
+                          "simcluster/faults/plan.schema.json (docs/fault_plans.md); e.g. "
+                          "steps: [{trigger: {event: train.report, match: {report: 3}}, "
+                          "action: {kind: kill_worker, worker: 'rank=1'}}]")
+    run.add_argument("--provider", default="process", choices=["process", "netns", "docker"],
+                     help="what a node is: local processes, processes in network namespaces "
+                          "(needed by partition steps; root), or Docker containers")
+    run.add_argument("--history", default=None,
+                     help="history file; None: a new file in $SIMCLUSTER_STATE_DIR/history or "
+                          "~/.local/state/simcluster/history")
+    run.add_argument("--quiet", action="store_true",
+                     help="no progress display (a live panel on a terminal, else one line per "
+                          "notable event)")
+    run.add_argument("script", help="the Python script to run")
+    run.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
     hist = sub.add_parser("history", help="print a history file as a timeline")
     hist.add_argument("file")
     hist.add_argument("--messages", action="store_true", help="include message events")

@@ -2,7 +2,9 @@
 installed, plain lines (one per notable event) otherwise.
 
 Both listen to the history (`History.subscribe`), so they run on the thread that records an
-event: they only count and print, never wait.
+event: they only count and print, never wait. Events of a layer above (dotted names, e.g.
+the reference's train.attempt_start, train.failure) are notable too, each name at most once
+a second (a run's train.report would otherwise be a line per round).
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ import threading
 import time
 
 NOTABLE = ("node_up", "node_down", "node_paused", "node_resumed", "fault", "plan_skipped",
-           "plan_done", "heal")
+           "plan_done", "plan_unfired", "heal")
+#: seconds between two shown events of the same dotted (user) name
+USER_EVENT_INTERVAL_S = 1.0
 
 
 def _describe(event: dict, t0: float) -> str:
@@ -32,6 +36,7 @@ class _Counts:
         self.messages = 0
         self.faults = 0
         self.recent: collections.deque = collections.deque(maxlen=6)
+        self.last_shown: dict[str, float] = {}
         self.closed = False
         history.subscribe(self.on_event)
 
@@ -54,7 +59,12 @@ class _Counts:
                 self.running -= 1
             elif kind == "fault":
                 self.faults += 1
-            if kind in NOTABLE or (kind == "worker_exit" and event.get("code") != 0):
+            if "." in kind:
+                if event["t"] - self.last_shown.get(kind, float("-inf")) < USER_EVENT_INTERVAL_S:
+                    return
+                self.last_shown[kind] = event["t"]
+            if kind in NOTABLE or "." in kind or (kind == "worker_exit"
+                                                 and event.get("code") != 0):
                 line = _describe(event, self.t0)
                 self.recent.append(line)
                 self.show(line)
