@@ -38,7 +38,7 @@ SCRIPT = textwrap.dedent("""
         train_fn, train_loop_config={"steps": steps, "sleep": sleep},
         scaling_config=ScalingConfig(num_workers=2),
         run_config=RunConfig(storage_path=sys.argv[4], name="console",
-                             failure_config=FailureConfig(max_failures=1),
+                             failure_config=FailureConfig(max_failures=2),
                              logging_config=LoggingConfig(log_level=level))).fit()
     print("final step", result.metrics["step"], flush=True)
 """)
@@ -78,7 +78,7 @@ def test_a_restart_is_logged_and_recorded_and_the_plan_names_the_rank(tmp_path):
     assert err.count("(TrainController) Attempting to start training worker group of size 2") == 2
     assert "(TrainController) Started training worker group of size 2 (attempt 0)." in err
     assert "(TrainController) [FailurePolicy] RETRY\n  Source: worker group\n" \
-           "  Error count: 1 (max allowed: 1, FailureConfig.max_failures)\n" \
+           "  Error count: 1 (max allowed: 2, FailureConfig.max_failures)\n" \
            "  Rank 1 failed: worker process of rank 1 died (signal 9 (SIGKILL))" in err
     assert "Started training worker group of size 2 (attempt 1), restoring from checkpoint " \
            f"{tmp_path / 's' / 'console'}/checkpoint_" in err
@@ -97,7 +97,7 @@ def test_a_restart_is_logged_and_recorded_and_the_plan_names_the_rank(tmp_path):
         (0, 0, 1), (0, 1, 2), (1, 0, 3), (1, 1, 4)]
     failure = next(e for e in events if e["event"] == "train.failure")
     assert (failure["ranks"], failure["budget"], failure["failures"], failure["limit"],
-            failure["decision"]) == ([1], "max_failures", 1, 1, "retry")
+            failure["decision"]) == ([1], "max_failures", 1, 2, "retry")
     second = [e for e in events if e["event"] == "train.attempt_start"][1]
     assert second["checkpoint"] == reports[1]["checkpoint"]  # restored from report 2's
     assert events[-2]["event"] != "plan_unfired"
@@ -144,3 +144,30 @@ def test_ctrl_c_prints_one_line_and_leaves_nothing_running(tmp_path):
     exited = {e["worker"] for e in events if e["event"] == "worker_exit"}
     assert started and started == exited
     assert [e["state"] for e in events if e["event"] == "train.run_end"] == ["ABORTED"]
+
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "examples", "fault_plans")
+#: what each example plan must make happen on the script above (6 reports, 0.3 s apart)
+EXAMPLE_EFFECTS = {
+    "kill_rank1_after_report3.yaml": "Rank 1 failed: worker process of rank 1 died (signal 9",
+    "node_loss_then_new_node.yaml": "died (signal 9 (SIGKILL))",
+    "preempt_node_of_rank1.yaml": "Error count: 1 (max allowed: unlimited, "
+                                  "FailureConfig.max_preemption_failures)",
+    "flaky_storage.yaml": "Rank 0 failed: OSError: 503 Slow Down (uploading ",
+}
+
+
+def test_every_example_plan_is_listed_here():
+    assert sorted(os.listdir(EXAMPLES)) == sorted(EXAMPLE_EFFECTS)
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLE_EFFECTS))
+def test_the_example_plans_do_what_their_comments_say(tmp_path, name):
+    with open(os.path.join(EXAMPLES, name)) as f:
+        plan = f.read()
+    proc = _start(tmp_path, "INFO", steps=6, sleep=0.3, plan=plan)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert EXAMPLE_EFFECTS[name] in err, err
+    assert "(the run fails)" not in err, err
+    assert "Traceback" not in err, err
