@@ -135,7 +135,7 @@ def main() -> None:
           "terminated:", results.num_terminated)
     for r in results:
         print(f"  lr={r.config['lr']:<6} epochs={r.metrics['epoch']} "
-              f"loss={r.metrics['loss']:.5f}")
+              f"loss={r.metrics['loss']!r}")
     print("best config:", {"lr": best.config["lr"], "batch_size": best.config["batch_size"]},
           "loss:", round(best.metrics["loss"], 5))
     if kill:

@@ -29,7 +29,7 @@ def test_asha_over_torch_trainer_runs_finds_the_best_config(tmp_path):
     # the two weak learning rates are stopped by ASHA at its first rung; the best one runs
     # to max_t (the other strong one too, unless the best reached each rung before it)
     assert epochs[0.01] == 2 and epochs[0.001] == 2
-    best = min(losses, key=losses.get)
+    best = min(losses, key=losses.get)  # the table prints each loss exactly (repr)
     assert best in (0.05, 0.2) and epochs[best] == 8
     assert f"best config: {{'lr': {best}" in text
     assert "worker killed once: True" in text
