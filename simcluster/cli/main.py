@@ -134,6 +134,14 @@ def _short(value) -> str:
 
 
 def _history(args) -> int:
+    from . import timeline  # only `history` needs it
+
+    if args.plot:
+        try:
+            timeline.plot_format(args.plot)  # before printing anything
+        except ValueError as exc:
+            print(f"simcluster history: {exc}", file=sys.stderr)
+            return 2
     try:
         events = History.read(args.file)
     except (OSError, ValueError) as exc:
@@ -151,6 +159,14 @@ def _history(args) -> int:
         print(format_event(event, t0))
     if hidden:
         print(f"({hidden} message events not shown; --messages shows them)")
+    if args.plot:
+        try:
+            drawn = timeline.render(timeline.build(events), args.plot)
+        except ImportError as exc:  # matplotlib missing: the message says what to install
+            print(f"simcluster history: {exc}", file=sys.stderr)
+            return 2
+        print(f"simcluster history: wrote {args.plot} ({drawn['lanes']} lanes, "
+              f"{sum(drawn['marks'].values())} marks)")
     return 0
 
 
@@ -188,6 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
     hist.add_argument("file")
     hist.add_argument("--messages", action="store_true", help="include message events")
     hist.add_argument("--events", help="only these events (comma-separated names)")
+    hist.add_argument("--plot", metavar="PATH",
+                      help="also draw the whole history (lanes of nodes, the run, workers by "
+                           "rank) to PATH: .png (matplotlib) or .html (inline SVG)")
     return parser
 
 
