@@ -44,6 +44,11 @@ from pathlib import Path
 from ._state import new_history_path
 
 _MESSAGE_BATCH = 256
+#: the events a cluster records (the list above); a layer above adds dotted names of its own
+EVENTS = ("cluster_start", "cluster_stop", "node_up", "node_down", "node_paused",
+          "node_resumed", "worker_start", "worker_exit", "message", "placement",
+          "placement_released", "fault", "worker_signal", "upload", "plan_start", "plan_done",
+          "plan_skipped", "plan_unfired", "heal")
 
 
 class History:

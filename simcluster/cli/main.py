@@ -2,7 +2,7 @@
 
     simcluster run [--nodes 2x4cpu,1x2gpu] [--faults plan.json] [--provider process]
                    [--history PATH] [--quiet] script.py [args ...]
-    simcluster history FILE [--messages] [--events node_up,fault,...]
+    simcluster history FILE [--messages] [--events node_up,fault,...] [--plot out.png|.html]
 
 `run` starts the cluster (and the fault plan, from the cluster's start so that its node_up
 triggers see the first nodes), runs `python script.py args` with SIMCLUSTER_ADDRESS set
@@ -27,6 +27,7 @@ import subprocess
 import sys
 
 from .. import Cluster, FaultPlan, History, NodeSpec, SimclusterError
+from .._history import EVENTS
 from .progress import make_progress
 
 _ITEM = re.compile(r"^(\d+(?:\.\d+)?)(cpus?|gpus?|tpus?)$")
@@ -148,6 +149,14 @@ def _history(args) -> int:
         print(f"simcluster history: cannot read {args.file}: {exc}", file=sys.stderr)
         return 2
     wanted = set(filter(None, args.events.split(","))) if args.events else None
+    if wanted is not None:
+        known = set(EVENTS) | {e["event"] for e in events}
+        unknown = sorted(wanted - known)
+        if unknown:
+            print(f"simcluster history: --events {args.events!r}: unknown event name(s) "
+                  f"{unknown}; valid: {', '.join(sorted(known))} (simcluster's events, and "
+                  "those of a layer above found in this file)", file=sys.stderr)
+            return 2
     t0 = events[0]["t"] if events else 0.0
     hidden = 0
     for event in events:
@@ -200,11 +209,18 @@ def build_parser() -> argparse.ArgumentParser:
                           "notable event)")
     run.add_argument("script", help="the Python script to run")
     run.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
-    hist = sub.add_parser("history", help="print a history file as a timeline")
-    hist.add_argument("file")
-    hist.add_argument("--messages", action="store_true", help="include message events")
-    hist.add_argument("--events", help="only these events (comma-separated names)")
-    hist.add_argument("--plot", metavar="PATH",
+    hist = sub.add_parser(
+        "history", help="print a history file as a timeline",
+        description="Print a cluster's history (simcluster run prints where it is) as one line "
+                    "per event, times relative to the first; optionally draw it.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    hist.add_argument("file", help="a history file (JSON lines)")
+    hist.add_argument("--messages", action="store_true",
+                      help="include message events (hidden unless --events names them)")
+    hist.add_argument("--events", default=None,
+                      help="only these events, comma-separated (e.g. fault,worker_exit,"
+                           "train.report); an unknown name is an error listing the valid ones")
+    hist.add_argument("--plot", metavar="PATH", default=None,
                       help="also draw the whole history (lanes of nodes, the run, workers by "
                            "rank) to PATH: .png (matplotlib) or .html (inline SVG)")
     return parser

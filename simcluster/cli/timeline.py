@@ -21,7 +21,8 @@ Marks, one per event (kind: events):
     restart     train.attempt_start with attempt > 0           on "run"
     resize      train.resize                                   on "run"
     failure     train.failure                                  on "run"
-    failure     worker_exit other than code 0 with reason "exited"   on the worker's lane
+    failure     worker_exit other than code 0 with reason "exited" (or "shutdown": the
+                cluster closing)                                   on the worker's lane
     fault       fault: on its worker's lane, else its node's, else "run"
     node_down   node_down, except reason "shutdown" (the cluster closing)   on the node's lane
 A run-wide mark has `lane` None in the model; the renderers draw it on the "run" lane.
@@ -90,8 +91,9 @@ def _index(name: str) -> tuple[int, str]:
 
 def _failed_how(e: dict) -> str | None:
     """None for a clean exit, else a few words on why the worker ended."""
-    if e.get("code") == 0 and e.get("reason", "exited") == "exited":
-        return None
+    if e.get("reason") == "shutdown" or (e.get("code") == 0
+                                         and e.get("reason", "exited") == "exited"):
+        return None  # a clean exit, or the cluster closing (not an event of the run)
     if e.get("signal"):
         try:
             how = f"killed by {signal.Signals(e['signal']).name}"

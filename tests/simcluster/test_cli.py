@@ -141,3 +141,30 @@ def test_run_names_the_mistake_in_a_plan_file(tmp_path):
     assert "plan.yaml: not a valid fault plan" in done.stderr
     assert "steps[0].action: Additional properties are not allowed ('wrker' was unexpected)" \
         in done.stderr
+
+
+def test_history_refuses_unknown_event_names_listing_the_valid_ones(tmp_path):
+    path = tmp_path / "h.jsonl"
+    lines = [{"t": 1.0, "seq": 1, "event": "cluster_start"},
+             {"t": 2.0, "seq": 2, "event": "train.report", "report": 1}]
+    path.write_text("".join(json.dumps(e) + "\n" for e in lines))
+    done = subprocess.run([sys.executable, "-m", "simcluster", "history", str(path), "--events",
+                           "fault,train.reprot"], capture_output=True, text=True, timeout=30,
+                          env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert done.returncode == 2
+    assert "unknown event name(s) ['train.reprot']; valid: " in done.stderr
+    assert "train.report" in done.stderr and "worker_exit" in done.stderr
+    assert main(["history", str(path), "--events", "train.report"]) == 0
+
+
+def test_every_subcommand_documents_its_options_with_defaults():
+    for command in ("run", "history"):
+        done = subprocess.run([sys.executable, "-m", "simcluster", command, "--help"],
+                              capture_output=True, text=True, timeout=30,
+                              env={**os.environ, "PYTHONPATH": os.getcwd()})
+        assert done.returncode == 0
+        text = " ".join(done.stdout.split())
+        options = [o for o in ("--nodes", "--faults", "--provider", "--history", "--quiet",
+                               "--messages", "--events", "--plot") if o in text]
+        assert len(options) >= 3, text
+        assert text.count("(default: ") >= len(options), text

@@ -107,7 +107,7 @@ def test_lane_rules_for_untagged_workers_and_unclean_exits():
               {"t": 6.0, "seq": 3, "event": "worker_start", "worker": "worker-0",
                "node": "node-2", "name": "w", "pid": 1},
               {"t": 7.0, "seq": 4, "event": "worker_exit", "worker": "worker-0",
-               "node": "node-2", "code": 0, "signal": None, "reason": "shutdown"},
+               "node": "node-2", "code": 1, "signal": None, "reason": "exited"},
               {"t": 8.0, "seq": 5, "event": "fault", "action": "kill_node", "node": "node-2"},
               {"t": 8.5, "seq": 6, "event": "node_down", "node": "node-10",
                "reason": "shutdown"},
@@ -116,9 +116,11 @@ def test_lane_rules_for_untagged_workers_and_unclean_exits():
     assert ("node-10", 0.0, 3.5) in [(s.lane, s.start, s.end) for s in tl.spans]
     assert tl.lanes == ["node-2", "node-10", "w"]  # by node index; no run-wide marks: no "run"
     assert [(m.kind, m.lane, m.label) for m in tl.marks] == [
-        ("failure", "w", "worker-0 exit code 0 (shutdown)"),
+        ("failure", "w", "worker-0 exit code 1"),
         ("fault", "node-2", "fault kill_node node-2")]  # and a shutdown is no node_down mark
     assert timeline.build([]).counts() == {"lanes": 0, "spans": 0, "marks": {}}
+    closing = [*events[:3], {**events[3], "code": None, "signal": 9, "reason": "shutdown"}]
+    assert timeline.build(closing).marks == []  # killed by the cluster closing: no failure
 
 
 def test_html_draws_one_svg_element_per_span_and_mark(tmp_path):
