@@ -6,7 +6,8 @@ enforces a deadline: a fit that does not finish in time is returned as a hang
 (with the stacks the workers dumped), the implementation is reset, and the suite goes on.
 
 Capabilities name optional powers (`multinode`, `add_node`, `remove_node`, `kill_node`,
-`elastic`); a check needing one an adapter lacks is skipped with the reason printed.
+`pause_node`, `preempt_node`, `fail_upload`, `elastic`); a check needing one an adapter lacks
+is skipped with the reason printed.
 """
 
 from __future__ import annotations
@@ -65,6 +66,20 @@ class ClusterHandle(abc.ABC):
 
     def resume_node(self, node: Any) -> None:
         raise Unsupported(f"{type(self).__name__} cannot resume a node")
+
+    def preempt_node(self, node: Any, deadline_s: float) -> None:
+        """Give the workers on `node` a preemption notice now and take the node away
+        `deadline_s` seconds later, as a cloud reclaims a spot instance (capability
+        "preempt_node"). Returns at once; the node goes at the deadline."""
+        raise Unsupported(f"{type(self).__name__} cannot preempt a node (drain it with "
+                          "notice); its cluster can only remove or kill one")
+
+    def fail_next_upload(self, rank: int) -> None:
+        """Make the next checkpoint upload of the worker with world rank `rank` fail with
+        an OSError before anything reaches storage (capability "fail_upload"); later
+        uploads, and those of other ranks, go through."""
+        raise Unsupported(f"{type(self).__name__} cannot fail a checkpoint upload (it has "
+                          "no hook between a worker and its storage)")
 
 
 class FitHandle(abc.ABC):

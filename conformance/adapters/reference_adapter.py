@@ -60,7 +60,7 @@ class _ThreadFit(FitHandle):
 class ReferenceAdapter(Adapter):
     name = "reference"
     capabilities = frozenset({"multinode", "add_node", "remove_node", "kill_node", "pause_node",
-                              "elastic", "tpu_slices"})
+                              "preempt_node", "fail_upload", "elastic", "tpu_slices"})
     fit_deadline_s = 60.0
     fit_examples = 10
     history_checks = ("ranks_complete", "restores_latest", "checkpoints_whole")
@@ -142,6 +142,31 @@ class _SimHandle(ClusterHandle):
 
     def resume_node(self, node) -> None:
         self._cluster.resume_node(node)
+
+    def preempt_node(self, node, deadline_s: float) -> None:
+        # simcluster sends the notice (`simcluster.worker.preemption()`) and kills the node
+        # at the deadline with reason "preempted": the reference charges that exit to
+        # FailureConfig.max_preemption_failures.
+        self._run_now(self._sim.action("preempt_node", node=node.id, deadline_s=deadline_s))
+
+    def fail_next_upload(self, rank: int) -> None:
+        # The reference tags its Train workers with their rank and calls
+        # simcluster.worker.before_upload() before staging a checkpoint; the armed fault
+        # makes that call raise on the first upload of a worker tagged rank=<rank>.
+        self._run_now(self._sim.action("fail_upload", worker=f"rank={rank}", error="OSError",
+                                       message=f"injected upload failure (rank {rank})"))
+
+    def _run_now(self, act) -> None:
+        """Run a one-step plan and return once its step acted (the fault is armed or
+        under way); a step the cluster skipped raises, naming why."""
+        plan = self._sim.FaultPlan(steps=((self._sim.Trigger.after(0), act),))
+        run = self._cluster.run_plan(plan)
+        deadline = time.monotonic() + 10.0
+        while not (run.injected or run.skipped) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if not run.injected:
+            why = run.skipped[0]["why"] if run.skipped else "it did not act within 10 s"
+            raise RuntimeError(f"simcluster fault plan step {act} did not act: {why}")
 
 
 def _node_id() -> str:

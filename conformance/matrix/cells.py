@@ -3,14 +3,20 @@
 A cell is driven only through the conformance machinery: the adapter's `cluster()`,
 `scenarios.run(..., background=True)` for the fit, the probe's journal, and the history
 checkers. `run_cell` never raises for a verdict: what the cell raised becomes a
-`CellResult` (see `_matrix_table.verdict_of`), and after a failed or hung cell the adapter
+`CellResult` (see `table.verdict_of`), and after a failed or hung cell the adapter
 is reset, so the next cell starts clean.
 
 Jobs say which training function runs and what follows the faulted fit: `noop` runs the
 probe's `run_script` under DataParallelTrainer; `resume` then fits again with the same
-(storage_path, name); `torch-ddp` runs `_matrix_torch.train_ddp` under the implementation's
+(storage_path, name); `torch-ddp` runs `torch_job.train_ddp` under the implementation's
 TorchTrainer, handed to `scenarios.run` through a view of the adapter whose
-`DataParallelTrainer` is that TorchTrainer.
+`DataParallelTrainer` is that TorchTrainer. A job file (`--job path.py`, see `job_file`)
+is the user's `train_func` run the same way, through `job_file.run_job_file`.
+
+After the fault's own expectations, every cell whose group restarted also checks
+that each rank of a restarted attempt went on from the step its checkpoint held
+(`job_file.resumed_where_restored`): the probe's jobs always do, a user's job that ignores
+`get_checkpoint()` fails there.
 """
 
 from __future__ import annotations
@@ -22,13 +28,12 @@ import shutil
 import time
 from typing import Any, Callable
 
-from _matrix_faults import FaultKind
-from _matrix_table import CellResult, verdict_of
-from _matrix_torch import DDPTrainer
-
 from conformance import assertions, journal_checks
 from conformance.adapters.base import Outcome, Unsupported
-from conformance.checks.check_context import needs
+from conformance.matrix.faults import FaultKind
+from conformance.matrix.job_file import JobFile, JobTrainer, resumed_where_restored, trainer_class
+from conformance.matrix.table import CellResult, verdict_of
+from conformance.matrix.torch_job import DDPTrainer
 from conformance.scenarios import Run, new_script, run, verify_history, workspace
 
 
@@ -58,13 +63,17 @@ class Job:
     view: Callable[[Any], Any]
     #: run after the first fit met its fault's expectations
     after: Callable[[Cell], None] | None = None
+    #: the user's job file this job runs (None: a built-in job)
+    job_file: JobFile | None = None
 
 
 class TrainerView:
     """The adapter with another trainer class in place of its DataParallelTrainer."""
 
-    def __init__(self, impl, trainer, label: str):
+    def __init__(self, impl, trainer, label: str, history_checks: tuple | None = None):
         self._impl, self.DataParallelTrainer, self.label = impl, trainer, label
+        if history_checks is not None:
+            self.history_checks = history_checks
 
     def __getattr__(self, name):
         return getattr(self._impl, name)
@@ -81,6 +90,25 @@ def _torch_view(impl):
     except (ImportError, AttributeError) as exc:
         raise Unsupported(f"{type(exc).__name__}: {exc}") from exc
     return TrainerView(impl, DDPTrainer(torch_trainer), f"{module_name}.TorchTrainer")
+
+
+def _job_file_view(job: JobFile):
+    def view(impl):
+        try:
+            trainer = trainer_class(impl, job)
+        except LookupError as exc:
+            raise Unsupported(str(exc)) from exc
+        # checkpoints_whole reads the probe's shard files; a user's checkpoint has its own
+        checks = tuple(c for c in impl.history_checks if c != "checkpoints_whole")
+        label = f"{trainer.__module__}.{trainer.__qualname__}({job.name})"
+        return TrainerView(impl, JobTrainer(trainer, job), label, history_checks=checks)
+    return view
+
+
+def job_of_file(job: JobFile, name: str | None = None) -> Job:
+    """A matrix job that runs the user's job file (named by its file name by default)."""
+    return Job(name or job.name, f"{job.path}: train_func under {job.trainer}",
+               _job_file_view(job), job_file=job)
 
 
 def _fit(cell: Cell, view, script, *, note: str, action: Callable[[Cell], None] | None = None,
@@ -162,17 +190,27 @@ def _cluster(impl, fault: FaultKind):
     return impl.cluster(list(fault.nodes))
 
 
+def _needs(impl, fault: FaultKind) -> None:
+    for capability in fault.needs:
+        if capability not in impl.capabilities:
+            hint = fault.needs_hint.get(capability)
+            raise Unsupported(f"adapter {impl.name!r} lacks the capability {capability!r}"
+                              + (f": {hint}" if hint else ""))
+
+
 def _play(cell: Cell) -> None:
     fault = cell.fault
     if fault.unsupported:
         raise Unsupported(fault.unsupported)
     view = cell.job.view(cell.impl)
-    for capability in fault.needs:
-        needs(cell.impl, capability)
+    _needs(cell.impl, fault)
     with _cluster(cell.impl, fault) as handle:
         cell.handle = handle
         _first_run(cell, view)
         fault.expect(cell)
+        resumed = resumed_where_restored(cell.run.events())
+        if resumed.status == "invalid":
+            assertions.verdict(resumed, cell.setting)
         if cell.job.after is not None:
             cell.job.after(cell)
 

@@ -1,37 +1,34 @@
 """The fault-injection matrix: every fault kind x job x implementation, one verdict each.
 
-    python ci/fault_matrix.py [--impl reference,ray] [--faults a,b] [--jobs x,y]
-                              [--slice ci] [--json out.json]
+    python -m conformance matrix [--impl reference,ray] [--faults a,b] [--jobs x,y]
+                                 [--job path/to/script.py ...] [--slice ci] [--json out.json]
 
-Prints one fault x job table per implementation (pass / fail / hang / unsupported and
-seconds per cell), the one-line reason of every cell that did not pass, and exits 1 if a
-cell failed or hung (unsupported is not a failure), 2 on a bad argument. `--slice ci` is
-the bounded slice CI runs (the reference only, the faults and jobs that fit in about three
-minutes on two cores); an explicit --impl, --faults or --jobs replaces that axis of it.
-Implementations are the conformance adapters (`reference`, `ray`, or `module:factory`).
-
-Fault kinds and jobs live in `_matrix_faults` and `_matrix_cells`; verdicts and the table
-in `_matrix_table`.
+(also `python -m conformance.matrix.cli ...`, and `python ci/fault_matrix.py ...` in a
+checkout). Prints one fault x job table per implementation (pass / fail / hang /
+unsupported and seconds per cell), the one-line reason of every cell that did not pass, and
+exits 1 if a cell failed or hung (unsupported is not a failure), 2 on a bad argument.
+`--job` runs the user's own training code as a job (repeatable or comma-separated; the
+contract of a job file is in `conformance.matrix.job_file`); the job axis is then those
+files, plus the built-in jobs named with --jobs. `--slice ci` is the bounded slice CI runs
+(the reference only, the faults and jobs that fit in about a minute on two cores); an
+explicit --impl, --faults, --jobs or --job replaces that axis of it. Implementations are
+the conformance adapters (`reference`, `ray`, or `module:factory`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-if _HERE not in sys.path:  # the helpers sit next to this script (ci/ is no package)
-    sys.path.insert(0, _HERE)
+from conformance import adapters
+from conformance.matrix.cells import JOBS, Job, job_of_file, run_cell
+from conformance.matrix.faults import FAULTS
+from conformance.matrix.job_file import load_job
+from conformance.matrix.table import CellResult, exit_code, one_line, render, to_json
 
-from _matrix_cells import JOBS, run_cell  # noqa: E402
-from _matrix_faults import FAULTS  # noqa: E402
-from _matrix_table import CellResult, exit_code, one_line, render, to_json  # noqa: E402
-
-from conformance import adapters  # noqa: E402
-
+PROG = "python -m conformance matrix"
 SLICES = {
     "ci": {
         "impl": ("reference",),
@@ -55,23 +52,43 @@ def parse_names(option: str, value: str, allowed, *, open_ended: bool = False) -
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ci/fault_matrix.py", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     p.add_argument("--impl", help=f"implementations (default: {','.join(DEFAULT_IMPLS)})")
     p.add_argument("--faults", help=f"fault kinds (default: all of {','.join(FAULTS)})")
-    p.add_argument("--jobs", help=f"jobs (default: all of {','.join(JOBS)})")
+    p.add_argument("--jobs", help=f"built-in jobs (default: all of {','.join(JOBS)})")
+    p.add_argument("--job", action="append", default=[], metavar="PATH.py",
+                   help="a job file: your train_func(config) (repeatable, or comma-separated)")
     p.add_argument("--slice", choices=sorted(SLICES), help="a named bounded slice")
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     return p
 
 
-def selection(args) -> tuple[list[str], list[str], list[str]]:
+def job_files(values: list[str]) -> dict[str, Job]:
+    """The `--job` files as jobs, by name (the file name; the path where two share one)."""
+    paths = list(dict.fromkeys(p.strip() for v in values for p in v.split(",") if p.strip()))
+    loaded = [load_job(p) for p in paths]
+    names = [j.name for j in loaded]
+    out: dict[str, Job] = {}
+    for path, job in zip(paths, loaded, strict=True):
+        name = job.name if names.count(job.name) == 1 and job.name not in JOBS else path
+        out[name] = job_of_file(job, name)
+    return out
+
+
+def selection(args) -> tuple[list[str], list[str], list[Job]]:
+    """(implementations, fault kinds, jobs) the arguments ask for; ValueError names a bad
+    one and what is allowed."""
     chosen = SLICES.get(args.slice, {})
     impls = parse_names("impl", args.impl, adapters.BUILTIN, open_ended=True) if args.impl \
         else list(chosen.get("impl", DEFAULT_IMPLS))
     faults = parse_names("faults", args.faults, FAULTS) if args.faults \
         else list(chosen.get("faults", FAULTS))
-    jobs = parse_names("jobs", args.jobs, JOBS) if args.jobs else list(chosen.get("jobs", JOBS))
-    return impls, faults, jobs
+    files = job_files(args.job)
+    if args.jobs:
+        builtin = parse_names("jobs", args.jobs, JOBS)
+    else:
+        builtin = [] if files else list(chosen.get("jobs", JOBS))
+    return impls, faults, [JOBS[name] for name in builtin] + list(files.values())
 
 
 def _progress(n: int, total: int, r: CellResult) -> None:
@@ -80,7 +97,8 @@ def _progress(n: int, total: int, r: CellResult) -> None:
           file=sys.stderr, flush=True)
 
 
-def run_matrix(impls, faults, jobs, progress=_progress) -> tuple[list[CellResult], dict]:
+def run_matrix(impls, faults, jobs: list[Job], progress=_progress
+               ) -> tuple[list[CellResult], dict]:
     """Every cell, implementation by implementation (set up once, torn down after)."""
     results: list[CellResult] = []
     versions: dict = {}
@@ -93,14 +111,15 @@ def run_matrix(impls, faults, jobs, progress=_progress) -> tuple[list[CellResult
             reason = one_line(f"setup of {name!r} raised {type(exc).__name__}: {exc}")
             for fault in faults:
                 for job in jobs:
-                    results.append(CellResult(name, fault, job, "fail", 0.0, reason, str(exc)))
+                    results.append(CellResult(name, fault, job.name, "fail", 0.0, reason,
+                                              str(exc)))
                     progress(len(results), total, results[-1])
             continue
         versions[impl.name] = impl.version()
         try:
             for fault in faults:
                 for job in jobs:
-                    results.append(run_cell(impl, FAULTS[fault], JOBS[job]))
+                    results.append(run_cell(impl, FAULTS[fault], job))
                     progress(len(results), total, results[-1])
         finally:
             impl.teardown()
@@ -122,7 +141,8 @@ def main(argv=None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(to_json(results, versions=versions, wall_s=round(elapsed, 2),
-                              impls=impls, faults=faults, jobs=jobs), f, indent=2)
+                              impls=impls, faults=faults, jobs=[j.name for j in jobs]), f,
+                      indent=2)
     return exit_code(results)
 
 

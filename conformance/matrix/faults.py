@@ -1,7 +1,7 @@
 """The matrix's fault kinds: what each asks of the run, does during it, and expects after.
 
 A `FaultKind` is data (cluster shape, workers, failure budget, the probe's worker-side
-faults, the script's pace) plus two functions over a running `Cell` (see `_matrix_cells`):
+faults, the script's pace) plus two functions over a running `Cell` (see `cells`):
 `action`, run on the driver's main thread while the fit runs in the background (Ray's
 cluster_utils adds and removes nodes with signals, so only the main thread may), and
 `expect`, the assertions on the finished first run. Node faults pick their node from the
@@ -17,16 +17,30 @@ deadline passes first. Node faults pace their steps at `NODE_STEP_S` > `SETTLE_S
 the fault lands between two reports; worker faults keep 0.5 s before every report, as
 `check_faults` does. Journal times are `time.monotonic()` of the worker processes, which
 on Linux is one clock for every process of the machine.
+
+Preemption and failed upload go through the adapter's cluster handle
+(`ClusterHandle.preempt_node`, `fail_next_upload`). What they expect, from Ray 2.60's
+contract as the reference implements it: a preempted node's failure is charged to
+`FailureConfig.max_preemption_failures` (unlimited by default), not to `max_failures`, so
+the cell runs with max_failures=0 and must still finish, moved off the node and resumed from
+the latest checkpoint. A failed upload fails that rank's `train.report()` before anything
+reaches storage: the round's checkpoint never becomes visible (no folder holds it, the
+restart restores the step before), the failure is an ordinary one charged to
+max_failures=1, and the run finishes with a later checkpoint. Rank 0's upload is the one
+failed: a user's job may checkpoint from rank 0 only.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 import time
 from typing import Any, Callable
 
 from conformance import assertions, journal_checks
 from conformance.adapters.base import NodeSpec, Unsupported
+from conformance.matrix.job_file import read_marker
 from conformance.probe import Fault
 from conformance.scenarios import wait_for
 
@@ -34,6 +48,7 @@ PAUSE_S = 2.0
 ELASTIC_INTERVAL_S = 2.0
 SETTLE_S = 0.5
 NODE_STEP_S = 1.0
+PREEMPT_DEADLINE_S = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +59,8 @@ class FaultKind:
     nodes: tuple | None = None
     #: adapter capabilities the cell needs (a missing one makes the cell unsupported)
     needs: tuple = ()
+    #: capability -> what an adapter lacking it cannot do (ends the unsupported reason)
+    needs_hint: dict = dataclasses.field(default_factory=dict)
     num_workers: Any = 2
     max_failures: int = 1
     probe_faults: tuple = ()
@@ -141,6 +158,18 @@ def _pause_node_of_rank_1(cell) -> None:
     cell.facts["paused"] = node_key(node)
 
 
+def _preempt_node_of_rank_1(cell) -> None:
+    await_acknowledged(cell)
+    node = node_of_rank(cell, 1)
+    cell.facts["killed"] = node_key(node)
+    cell.handle.preempt_node(node, deadline_s=PREEMPT_DEADLINE_S)
+
+
+def _fail_upload_of_rank_0(cell) -> None:
+    await_acknowledged(cell)
+    cell.handle.fail_next_upload(rank=0)
+
+
 def _add_node(cell) -> None:
     started = wait_for(lambda: cell.run.events("start"), timeout_s=cell.deadline_s / 2)
     cell.facts["sizes_before"] = sorted({s["world_size"] for s in cell.run.events("start")})
@@ -186,6 +215,70 @@ def _expect_moved_off_lost_node(cell) -> None:
                      f"group {nodes}", setting)
     assertions.verdict(journal_checks.restores_latest(events), setting)
     _ran_to_the_end(cell, result)
+
+
+def _expect_preempted(cell) -> None:
+    cell.setting += " (max_failures=0: a preemption is charged to max_preemption_failures)"
+    _expect_moved_off_lost_node(cell)
+
+
+def checkpoint_rounds(run_dir: str) -> dict[str, list[tuple]]:
+    """Folder name -> (step, attempt) of each shard (the probe's jobs) or of the marker (a
+    job file) in every checkpoint folder of the run folder."""
+    out: dict[str, list[tuple]] = {}
+    for entry in sorted(os.listdir(run_dir)) if os.path.isdir(run_dir) else ():
+        folder = os.path.join(run_dir, entry)
+        if entry.startswith(".") or not os.path.isdir(folder):
+            continue
+        found = []
+        for name in sorted(os.listdir(folder)):
+            if name.startswith("shard-"):
+                with open(os.path.join(folder, name)) as f:
+                    found.append(json.load(f))
+        marker = read_marker(folder)
+        found += [marker] if marker is not None else []
+        out[entry] = [(m["step"], m["attempt"]) for m in found]
+    return out
+
+
+def _held_step(checkpoint) -> int | None:
+    """The step a checkpoint holds: its marker, else its first shard (None: neither)."""
+    if checkpoint is None:
+        return None
+    with checkpoint.as_directory() as d:
+        marker = read_marker(d)
+        shards = sorted(n for n in os.listdir(d) if n.startswith("shard-"))
+        if marker is None and shards:
+            with open(os.path.join(d, shards[0])) as f:
+                marker = json.load(f)
+    return None if marker is None else marker["step"]
+
+
+def _expect_upload_retried(cell) -> None:
+    r, setting = cell.run, cell.setting
+    result = assertions.succeeded(r.outcome, setting)
+    events = r.events()
+    groups = journal_checks.attempts(events)
+    assertions.equal(len(groups), 2, "attempts started (one restart after the failed upload)",
+                     setting)
+    returned = {e["step"] for e in events
+                if e["ev"] == "reported" and e["rank"] == 0 and e["attempt"] == 0}
+    failed = [e["step"] for e in events if e["ev"] == "report" and e["rank"] == 0
+              and e["attempt"] == 0 and e["checkpoint"] and e["step"] not in returned]
+    if not failed:
+        raise AssertionError("every checkpointed report of rank 0 in attempt 0 returned: the "
+                             f"upload set to fail did not fail train.report() [{setting}]")
+    step = failed[0]
+    restored = sorted({(s["restored"] or {}).get("step") for s in groups[1]}, key=str)
+    assertions.equal(restored, [step - 1], f"steps restored by attempt 1 (the upload of step "
+                     f"{step} failed, so its checkpoint must not exist)", setting)
+    partial = {name: rounds for name, rounds in checkpoint_rounds(r.run_dir).items()
+               if (step, 0) in rounds}
+    assertions.equal(partial, {}, f"checkpoint folders holding step {step} of attempt 0, "
+                     "whose upload failed", setting)
+    _ran_to_the_end(cell, result)
+    assertions.equal(_held_step(result.checkpoint), cell.fault.steps - 1,
+                     "step held by result.checkpoint", setting)
 
 
 def _expect_no_failure(cell) -> None:
@@ -266,13 +359,21 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in [
         deadline_scale=2.0, action=_kill_node_of_last_rank, expect=_expect_shrunk,
     ),
     FaultKind(
-        "preemption", "a node is preempted (drained with notice, as a spot instance is)",
-        unsupported="no adapter offers a preemption action (drain a node with notice); "
-                    "ClusterHandle has add/remove/kill/pause/resume only",
+        "preemption", f"the node of rank 1 is preempted after 2 acknowledged steps (notice, "
+                      f"then gone {PREEMPT_DEADLINE_S:g} s later)",
+        nodes=(NodeSpec(cpus=1),) * 3, needs=("multinode", "preempt_node"),
+        needs_hint={"preempt_node": "its cluster can remove or kill a node but not give the "
+                                    "workers a preemption notice first "
+                                    "(ClusterHandle.preempt_node)"},
+        max_failures=0, steps=6, step_sleep_s=NODE_STEP_S, action=_preempt_node_of_rank_1,
+        expect=_expect_preempted,
     ),
     FaultKind(
-        "failed-upload", "a checkpoint upload to storage_path fails",
-        unsupported="no adapter offers a storage fault action (make a checkpoint upload "
-                    "fail); the probe can only fault workers",
+        "failed-upload", "rank 0's checkpoint upload fails once, after 2 acknowledged steps",
+        nodes=(NodeSpec(cpus=2),), needs=("multinode", "fail_upload"),
+        needs_hint={"fail_upload": "it has no hook between a worker and storage to fail one "
+                                   "checkpoint upload (ClusterHandle.fail_next_upload)"},
+        steps=6, step_sleep_s=NODE_STEP_S, action=_fail_upload_of_rank_0,
+        expect=_expect_upload_retried,
     ),
 ]}

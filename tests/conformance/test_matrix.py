@@ -1,33 +1,42 @@
-"""ci/fault_matrix.py: verdicts, the table and the arguments on made-up cells; one real cell."""
+"""conformance.matrix: verdicts, the table and the arguments on made-up cells; real cells.
+
+(The job-file contract has its own tests in test_matrix_jobs.py.)
+"""
 
 from __future__ import annotations
 
-import importlib
+import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
 
+import conformance.matrix
 from conformance.adapters.base import Unsupported
 from conformance.assertions import HangVerdict
+from conformance.matrix import cells, cli, faults
 
-CI = Path(__file__).resolve().parents[2] / "ci"
-
-
-def _import(name: str):
-    if str(CI) not in sys.path:  # ci/ is no package: its helpers import each other by name
-        sys.path.insert(0, str(CI))
-    return importlib.import_module(name)
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def table():
-    return _import("_matrix_table")
+    return conformance.matrix.table
 
 
 @pytest.fixture(scope="module")
 def matrix():
-    return _import("fault_matrix")
+    return cli
+
+
+def test_all_lists_the_public_names():
+    package = conformance.matrix
+    public = {n for n, v in vars(package).items()  # the submodules are no names of it
+              if n.isidentifier() and not n.startswith("_")
+              and not isinstance(v, types.ModuleType)}
+    assert set(package.__all__) == public
+    assert all(hasattr(package, n) for n in package.__all__)
 
 
 SETTING = "reference: DataParallelTrainer(num_workers=2), faults=['raise(rank=1)']"
@@ -117,12 +126,15 @@ def test_every_fault_kind_and_job_is_registered(matrix):
                                    "elastic-grow", "elastic-shrink", "preemption",
                                    "failed-upload"]
     assert list(matrix.JOBS) == ["noop", "resume", "torch-ddp"]
-    for name in ("preemption", "failed-upload"):
-        assert matrix.FAULTS[name].unsupported
+    assert not any(f.unsupported for f in matrix.FAULTS.values())
+    assert "preempt_node" in matrix.FAULTS["preemption"].needs
+    assert matrix.FAULTS["preemption"].max_failures == 0  # charged to the preemption budget
+    assert "fail_upload" in matrix.FAULTS["failed-upload"].needs
 
 
 def _selection(matrix, *argv):
-    return matrix.selection(matrix.build_parser().parse_args(list(argv)))
+    impls, faults, jobs = matrix.selection(matrix.build_parser().parse_args(list(argv)))
+    return impls, faults, [j.name for j in jobs]
 
 
 def test_the_ci_slice_and_its_overrides(matrix):
@@ -136,6 +148,25 @@ def test_the_ci_slice_and_its_overrides(matrix):
     assert _selection(matrix, "--impl", "pkg.adapter:make")[0] == ["pkg.adapter:make"]
 
 
+def test_the_command_is_named_as_the_packaged_one(matrix):
+    assert matrix.build_parser().prog == "python -m conformance matrix"
+
+
+@pytest.mark.parametrize("fault, capability, hint", [
+    ("preemption", "preempt_node", "preemption notice"),
+    ("failed-upload", "fail_upload", "fail one checkpoint upload"),
+])
+def test_a_missing_capability_is_unsupported_with_what_it_cannot_do(fault, capability, hint):
+    ray_like = types.SimpleNamespace(
+        name="ray", capabilities=frozenset({"multinode", "add_node", "remove_node", "kill_node",
+                                            "elastic"}),
+        fit_deadline_s=1.0, reset=lambda: None)
+    result = cells.run_cell(ray_like, faults.FAULTS[fault], cells.JOBS["noop"])
+    assert result.verdict == "unsupported"
+    assert result.reason.startswith(f"adapter 'ray' lacks the capability '{capability}': ")
+    assert hint in result.reason
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--faults", "worker-raise,meteor"], r"--faults='worker-raise,meteor': unknown \['meteor'\]"),
     (["--jobs", ","], r"--jobs=',': unknown empty list"),
@@ -146,18 +177,30 @@ def test_bad_names_are_refused_with_the_allowed_ones(matrix, argv, message):
         _selection(matrix, *argv)
 
 
-@pytest.mark.slow
-def test_one_real_cell_passes_on_the_reference():
-    cells = _import("_matrix_cells")
-    faults = _import("_matrix_faults")
+@pytest.fixture(scope="module")
+def reference():
     from conformance.adapters import load
 
     impl = load("reference")
     impl.setup()
     try:
-        result = cells.run_cell(impl, faults.FAULTS["worker-raise"], cells.JOBS["noop"])
+        yield impl
     finally:
         impl.reset()
         impl.teardown()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", ["worker-raise", "preemption", "failed-upload"])
+def test_real_cells_pass_on_the_reference(reference, fault):
+    result = cells.run_cell(reference, faults.FAULTS[fault], cells.JOBS["noop"])
     assert (result.verdict, result.reason) == ("pass", ""), result.detail
-    assert 0 < result.seconds < impl.fit_deadline_s
+    assert 0 < result.seconds < reference.fit_deadline_s
+
+
+@pytest.mark.slow
+def test_the_ci_wrapper_runs_the_packaged_command():
+    done = subprocess.run([sys.executable, "ci/fault_matrix.py", "--faults", "meteor"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "python -m conformance matrix: error: --faults='meteor'" in done.stderr
