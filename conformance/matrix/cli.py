@@ -7,6 +7,8 @@
 checkout). Prints one fault x job table per implementation (pass / fail / hang /
 unsupported and seconds per cell), the one-line reason of every cell that did not pass, and
 exits 1 if a cell failed or hung (unsupported is not a failure), 2 on a bad argument.
+Progress (cells done / total, the cell running, time elapsed) goes to stderr: a live bar on
+a terminal, one line per cell otherwise (`conformance.progress`).
 `--job` runs the user's own training code as a job (repeatable or comma-separated; the
 contract of a job file is in `conformance.matrix.job_file`); the job axis is then those
 files, plus the built-in jobs named with --jobs. `--slice ci` is the bounded slice CI runs
@@ -91,18 +93,56 @@ def selection(args) -> tuple[list[str], list[str], list[Job]]:
     return impls, faults, [JOBS[name] for name in builtin] + list(files.values())
 
 
-def _progress(n: int, total: int, r: CellResult) -> None:
-    tail = f": {r.reason}" if r.reason else ""
-    print(f"[{n}/{total}] {r.impl} {r.fault} x {r.job}: {r.verdict} ({r.seconds:.1f} s){tail}",
-          file=sys.stderr, flush=True)
+class PlainLines:
+    """One `[n/total] impl fault x job: verdict` line per finished cell on stderr: the
+    progress display where `conformance.progress` is missing."""
+
+    def __init__(self, total: int, title: str = "", *, stream=None):
+        self.total, self.completed, self.stream = total, 0, stream or sys.stderr
+
+    def start(self, name: str) -> None:
+        pass
+
+    def done(self, name: str, outcome: str) -> None:
+        self.completed += 1
+        print(f"[{self.completed}/{self.total}] {name}: {outcome}", file=self.stream, flush=True)
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
-def run_matrix(impls, faults, jobs: list[Job], progress=_progress
-               ) -> tuple[list[CellResult], dict]:
-    """Every cell, implementation by implementation (set up once, torn down after)."""
+def progress_display(total: int, title: str = "fault matrix"):
+    """`conformance.progress.Progress` (a live bar on a terminal, plain lines otherwise)
+    when it is there, else `PlainLines`."""
+    try:
+        from conformance.progress import Progress
+    except ImportError:
+        return PlainLines(total, title)
+    return Progress(total, title)
+
+
+def _label(impl: str, fault: str, job: str) -> str:
+    return f"{impl} {fault} x {job}"
+
+
+def _outcome(r: CellResult) -> str:
+    # the verdict alone, so that the progress summary counts verdicts; the reasons are in
+    # the table's "not passed" lines
+    return r.verdict
+
+
+def run_matrix(impls, faults, jobs: list[Job], progress=None) -> tuple[list[CellResult], dict]:
+    """Every cell, implementation by implementation (set up once, torn down after);
+    `progress` (start(name), done(name, outcome)) hears of each cell."""
     results: list[CellResult] = []
     versions: dict = {}
-    total = len(impls) * len(faults) * len(jobs)
+    progress = progress or PlainLines(len(impls) * len(faults) * len(jobs))
     for name in impls:
         try:
             impl = adapters.load(name)
@@ -113,14 +153,16 @@ def run_matrix(impls, faults, jobs: list[Job], progress=_progress
                 for job in jobs:
                     results.append(CellResult(name, fault, job.name, "fail", 0.0, reason,
                                               str(exc)))
-                    progress(len(results), total, results[-1])
+                    progress.done(_label(name, fault, job.name), _outcome(results[-1]))
             continue
         versions[impl.name] = impl.version()
         try:
             for fault in faults:
                 for job in jobs:
+                    label = _label(impl.name, fault, job.name)
+                    progress.start(label)
                     results.append(run_cell(impl, FAULTS[fault], job))
-                    progress(len(results), total, results[-1])
+                    progress.done(label, _outcome(results[-1]))
         finally:
             impl.teardown()
     return results, versions
@@ -134,7 +176,8 @@ def main(argv=None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     start = time.monotonic()
-    results, versions = run_matrix(impls, faults, jobs)
+    with progress_display(len(impls) * len(faults) * len(jobs)) as progress:
+        results, versions = run_matrix(impls, faults, jobs, progress)
     elapsed = time.monotonic() - start
     sys.stdout.write(render(results, versions))
     print(f"wall time: {elapsed:.1f} s")

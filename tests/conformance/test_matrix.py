@@ -177,6 +177,40 @@ def test_bad_names_are_refused_with_the_allowed_ones(matrix, argv, message):
         _selection(matrix, *argv)
 
 
+class Recorder:
+    def __init__(self):
+        self.calls = []
+
+    def start(self, name):
+        self.calls.append(("start", name))
+
+    def done(self, name, outcome):
+        self.calls.append(("done", name, outcome))
+
+
+def test_progress_hears_of_every_cell_even_when_setup_fails(matrix):
+    progress = Recorder()
+    results, versions = matrix.run_matrix(["nowhere_at_all:make"], ["worker-raise"],
+                                          [matrix.JOBS["noop"], matrix.JOBS["resume"]], progress)
+    assert [r.verdict for r in results] == ["fail", "fail"] and versions == {}
+    assert [c[:2] for c in progress.calls] == [
+        ("done", "nowhere_at_all:make worker-raise x noop"),
+        ("done", "nowhere_at_all:make worker-raise x resume")]
+    assert progress.calls[0][2] == "fail"
+    assert results[0].reason.startswith("setup of 'nowhere_at_all:make' raised "
+                                        "ModuleNotFoundError")
+
+
+def test_plain_progress_lines(matrix):
+    import io
+
+    out = io.StringIO()
+    with matrix.PlainLines(2, stream=out) as progress:
+        progress.start("reference worker-raise x noop")
+        progress.done("reference worker-raise x noop", "pass")
+    assert out.getvalue() == "[1/2] reference worker-raise x noop: pass\n"
+
+
 @pytest.fixture(scope="module")
 def reference():
     from conformance.adapters import load
