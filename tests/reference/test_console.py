@@ -152,7 +152,7 @@ EXAMPLE_EFFECTS = {
     "kill_rank1_after_report3.yaml": "Rank 1 failed: worker process of rank 1 died (signal 9",
     "node_loss_then_new_node.yaml": "died (signal 9 (SIGKILL))",
     "preempt_node_of_rank1.yaml": "Error count: 1 (max allowed: unlimited, "
-                                  "FailureConfig.max_preemption_failures)",
+                                  "FailureConfig.max_preemption_failures)\n  Rank ",
     "flaky_storage.yaml": "Rank 0 failed: OSError: 503 Slow Down (uploading ",
 }
 
@@ -169,5 +169,7 @@ def test_the_example_plans_do_what_their_comments_say(tmp_path, name):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     assert EXAMPLE_EFFECTS[name] in err, err
+    if name.startswith("preempt"):
+        assert ", its node was preempted" in err, err
     assert "(the run fails)" not in err, err
     assert "Traceback" not in err, err

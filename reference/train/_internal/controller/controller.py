@@ -366,7 +366,9 @@ class Controller:
 
     def _log_failure(self, state: S.Running, failures: dict, decision) -> None:
         """Ray's `[FailurePolicy]` record, with the ranks and their causes (one line each)."""
-        causes = {rank: _first_line(f.describe()) for rank, f in sorted(failures.items())}
+        causes = {rank: _first_line(f.describe()) + (", its node was preempted" if f.preempted
+                                                      else "")
+                  for rank, f in sorted(failures.items())}
         limit = "unlimited" if decision.limit < 0 else decision.limit
         logger.info(
             "[FailurePolicy] %s\n  Source: %s\n  Error count: %d (max allowed: %s, "
