@@ -368,13 +368,19 @@ def _report_step(s: Script, train, ctx, journal: Journal, rank: int, world: int,
     _list_reported(s, train, journal, rank, attempt, step)
 
 
-def run_script(config: dict) -> dict:
+def begin(config: dict):
+    """What every probe worker starts with: (script, the implementation's train module, its
+    context, world rank, world size, journal, this rank's attempt number)."""
     s: Script = config["script"]
     train = importlib.import_module(s.train_module)
     ctx = train.get_context()
-    rank, world = ctx.get_world_rank(), ctx.get_world_size()
+    rank = ctx.get_world_rank()
     journal = Journal(s.journal_dir)
-    attempt = journal.next_attempt(rank)
+    return s, train, ctx, rank, ctx.get_world_size(), journal, journal.next_attempt(rank)
+
+
+def run_script(config: dict) -> dict:
+    s, train, ctx, rank, world, journal, attempt = begin(config)
     stack_file = _open_stack_file(journal, rank, attempt, s.stack_dump_after_s)
     try:
         restored = read_state(train, train.get_checkpoint())

@@ -51,7 +51,7 @@ import time
 from typing import Any
 
 from conformance.journal_checks import Verdict, attempts
-from conformance.probe import Journal, Script, fire_due_faults, record_start
+from conformance.probe import Journal, Script, begin, fire_due_faults, record_start
 
 MARKER = ".trainspec-matrix.json"
 DEFAULT_TRAINER = "DataParallelTrainer"
@@ -232,13 +232,8 @@ class _Reporter:
 
 def run_job_file(config: dict) -> Any:
     """The training function every worker runs for a job file (see the design note)."""
-    s: Script = config["script"]
     job: JobFile = config["job"]
-    train = importlib.import_module(s.train_module)
-    ctx = train.get_context()
-    rank, world = ctx.get_world_rank(), ctx.get_world_size()
-    journal = Journal(s.journal_dir)
-    attempt = journal.next_attempt(rank)
+    s, train, ctx, rank, world, journal, attempt = begin(config)
     record_start(s, ctx, journal, attempt, _restored(journal, train.get_checkpoint()))
     real = train.report
     train.report = _Reporter(real, train, s, journal, rank, world, attempt)

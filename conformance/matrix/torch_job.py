@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import dataclasses
 import faulthandler
-import importlib
 import os
 import time
 from typing import Any
 
 from conformance.probe import (
-    Journal,
-    Script,
+    begin,
     fire_due_faults,
     read_state,
     record_start,
@@ -62,12 +60,7 @@ def train_ddp(config: dict) -> dict:
     import torch
     import torch.distributed as dist
 
-    s: Script = config["script"]
-    train = importlib.import_module(s.train_module)
-    ctx = train.get_context()
-    rank, world = ctx.get_world_rank(), ctx.get_world_size()
-    journal = Journal(s.journal_dir)
-    attempt = journal.next_attempt(rank)
+    s, train, ctx, rank, world, journal, attempt = begin(config)
     stack_file = open(os.path.join(s.journal_dir, f"stacks-rank{rank}-a{attempt}.txt"), "w")
     faulthandler.dump_traceback_later(s.stack_dump_after_s, exit=False, file=stack_file)
     try:

@@ -372,11 +372,8 @@ class FaultPlan:
 
     @classmethod
     def from_json(cls, text: str, *, source: str = "plan") -> FaultPlan:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{source}: not valid JSON: {exc}") from None
-        return cls.from_dict(data, source=source)
+        return cls.from_dict(_parse(text, json.loads, json.JSONDecodeError, "JSON", source),
+                             source=source)
 
     def to_yaml(self) -> str:
         import yaml
@@ -387,11 +384,8 @@ class FaultPlan:
     def from_yaml(cls, text: str, *, source: str = "plan") -> FaultPlan:
         import yaml
 
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise ValueError(f"{source}: not valid YAML: {exc}") from None
-        return cls.from_dict(data, source=source)
+        return cls.from_dict(_parse(text, yaml.safe_load, yaml.YAMLError, "YAML", source),
+                             source=source)
 
     @classmethod
     def load(cls, path) -> FaultPlan:
@@ -406,6 +400,13 @@ class FaultPlan:
         lines = [f"FaultPlan(seed={self.seed})"]
         lines += [f"  [{i}] {t.describe()} -> {a}" for i, (t, a) in enumerate(self.steps)]
         return "\n".join(lines)
+
+
+def _parse(text: str, load, error: type, form: str, source: str):
+    try:
+        return load(text)
+    except error as exc:
+        raise ValueError(f"{source}: not valid {form}: {exc}") from None
 
 
 def schema() -> dict:
