@@ -1,9 +1,12 @@
-"""Command line: `python -m conformance run|report|compare|spec`.
+"""Command line: `python -m conformance run|report|compare|spec|matrix`.
 
   run --impl NAME [--out DIR] [-- pytest args]   run the suite, print and write the report
-  report FILE.json                               print a report as Markdown
-  compare A.json B.json [...]                    clause x implementation table
+  report FILE.json [--html PATH]                 print a report as Markdown
+  compare A.json B.json [...] [--html PATH]      clause x implementation table
   spec [--out docs/spec] [--check]               write (or check) the readable spec
+  matrix [--impl ...] [--faults ...] [...]       fault kind x job x implementation matrix
+
+`python -m conformance SUBCOMMAND --help` describes each one.
 """
 
 from __future__ import annotations
@@ -13,36 +16,103 @@ import json
 import os
 import sys
 
+PROG = "python -m conformance"
+
+
+class _Help(argparse.RawDescriptionHelpFormatter):
+    """Keeps descriptions as written and ends each option's help with its default, unless the
+    help already says it."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text or action.default is argparse.SUPPRESS or not action.option_strings:
+            return text
+        default = action.default
+        shown = "off" if default is False else "on" if default is True else default
+        return f"{text} (default: {shown})"
+
+
+def _wrapped(text: str) -> str:
+    import textwrap
+
+    return textwrap.fill(" ".join(text.split()), 88)
+
+
+def _error(command: str, message: str) -> int:
+    print(f"{PROG} {command}: error: {message}", file=sys.stderr)
+    return 2
+
 
 def _run(args) -> int:
     import subprocess
 
+    from conformance import adapters
+
+    # Refuse a bad --impl here, in one line, before pytest starts (the plugin refuses it
+    # too, for `pytest conformance/ --impl ...`).
+    try:
+        adapters.resolve(args.impl)
+    except adapters.LOAD_ERRORS as exc:
+        return _error("run", str(exc))
     checks = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checks")
-    out = args.out or "reports"
     # A fresh interpreter, so pytest can rewrite the asserts of the (not yet imported) suite.
     cmd = [sys.executable, "-m", "pytest", checks, "--impl", args.impl,
-           "--conformance-report", out, "-o", "python_files=check_*.py",
-           "-o", "python_functions=check_*", "-p", "no:cacheprovider", "-q", *args.pytest_args]
+           "--conformance-report", args.out, "-o", "python_files=check_*.py",
+           "-o", "python_functions=check_*", "-p", "no:cacheprovider", "-q"]
+    if args.progress != "off":
+        # progress on stderr; pytest's own per-check letters are blanked by the plugin and
+        # its percentage column is dropped, so nothing else writes while a check runs
+        cmd += ["--conformance-progress", "--conformance-progress-style", args.progress,
+                "-o", "console_output_style=classic"]
     # Expected failures (xfail) are not failures; a failing or hanging check is.
-    return subprocess.call(cmd)
+    return subprocess.call([*cmd, *args.pytest_args])
+
+
+def _load_report(command: str, path: str) -> dict:
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise SystemExit(_error(command, f"cannot read report {path!r}: {exc}")) from None
+    missing = [k for k in ("implementation", "version", "clauses") if not isinstance(data, dict)
+               or k not in data]
+    if missing:
+        raise SystemExit(_error(
+            command, f"{path!r} is not a conformance report (no {', '.join(missing)}); "
+            "write one with: python -m conformance run --impl NAME --out DIR"))
+    return data
+
+
+def _write_html(command: str, path: str, reports: list[dict], title: str) -> None:
+    from conformance import report
+
+    try:
+        with open(path, "w") as f:
+            f.write(report.html(reports, title=title))
+    except OSError as exc:
+        raise SystemExit(_error(command, f"--html {path!r}: cannot write: {exc}")) from None
+    print(f"wrote {path}", file=sys.stderr)
 
 
 def _report(args) -> int:
     from conformance import report
 
-    with open(args.file) as f:
-        sys.stdout.write(report.markdown(json.load(f)))
+    data = _load_report("report", args.file)
+    sys.stdout.write(report.markdown(data))
+    if args.html:
+        _write_html("report", args.html, [data],
+                    f"Conformance report: {data['implementation']} {data['version']}")
     return 0
 
 
 def _compare(args) -> int:
     from conformance import report
 
-    reports = []
-    for path in args.files:
-        with open(path) as f:
-            reports.append(json.load(f))
+    reports = [_load_report("compare", path) for path in args.files]
     sys.stdout.write(report.compare(reports))
+    if args.html:
+        _write_html("compare", args.html, reports, "Conformance matrix: " + " vs ".join(
+            f"{r['implementation']} {r['version']}" for r in reports))
     return 0
 
 
@@ -61,26 +131,91 @@ def _spec(args) -> int:
     return 0
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("run", help="run the suite against an implementation")
-    p.add_argument("--impl", default=os.environ.get("TRAINSPEC_IMPL", "reference"))
-    p.add_argument("--out", default=None, help="report folder (default: reports/)")
-    p.add_argument("pytest_args", nargs=argparse.REMAINDER)
+def _matrix(argv: list[str]) -> int:
+    # imported only here: the matrix pulls in its fault kinds and jobs, which the other
+    # subcommands never need
+    try:
+        from conformance.matrix import cli
+    except ImportError as exc:
+        return _error("matrix", f"the fault matrix is not available ({exc})")
+    return cli.main(argv)
+
+
+MATRIX_DESCRIPTION = """\
+The fault-injection matrix: every fault kind x job x implementation, one verdict each.
+Its options are those of `python -m conformance.matrix.cli`; this command passes every
+argument after `matrix` to it unchanged (see `python -m conformance matrix --help`)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=_Help)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND")
+
+    p = sub.add_parser(
+        "run", help="run the suite against an implementation", formatter_class=_Help,
+        description=_wrapped(
+            "Run the conformance checks against one implementation in a fresh pytest "
+            "process, print the per-clause report and write <impl>.json, <impl>.md "
+            "and <impl>.html into --out. Progress (checks done / total, the running "
+            "check, the time elapsed) goes to stderr. Arguments after `--` go to "
+            "pytest, e.g. `-- -k surface -x`. Exits with pytest's status: 0 when "
+            "every check passed or failed as its expectation file says."))
+    p.add_argument("--impl", default=os.environ.get("TRAINSPEC_IMPL", "reference"),
+                   help="implementation under test: 'reference', 'ray' or 'module:factory' "
+                        "(a function returning a conformance Adapter) "
+                        "(default: $TRAINSPEC_IMPL when set, else 'reference'; now: %(default)s)")
+    p.add_argument("--out", default="reports", metavar="DIR", help="report folder")
+    p.add_argument("--progress", default="auto", choices=["auto", "live", "plain", "off"],
+                   help="progress on stderr: 'live' (a rich display), 'plain' (one line per "
+                        "check), 'auto' (live on a terminal, else plain) or 'off'")
+    p.add_argument("pytest_args", nargs=argparse.REMAINDER, metavar="-- PYTEST_ARGS",
+                   help="passed to pytest as they are (default: none)")
     p.set_defaults(fn=_run)
-    p = sub.add_parser("report", help="print a JSON report as Markdown")
-    p.add_argument("file")
+
+    p = sub.add_parser(
+        "report", help="print a JSON report as Markdown", formatter_class=_Help,
+        description=_wrapped(
+            "Print a report written by `run` (<impl>.json) as a Markdown table, and "
+            "with --html also as a self-contained HTML page."))
+    p.add_argument("file", metavar="FILE.json", help="a report written by `run`")
+    p.add_argument("--html", metavar="PATH", default=None,
+                   help="also write the report as HTML to PATH (default: none, Markdown only)")
     p.set_defaults(fn=_report)
-    p = sub.add_parser("compare", help="compare reports side by side")
-    p.add_argument("files", nargs="+")
+
+    p = sub.add_parser(
+        "compare", help="compare reports side by side", formatter_class=_Help,
+        description=_wrapped(
+            "Print the clause x implementation table of several reports (e.g. "
+            "reports/reference.json reports/ray.json) as Markdown, and with --html "
+            "write it as a self-contained HTML matrix: one row per clause, one coloured "
+            "column per implementation, the counts per implementation on top."))
+    p.add_argument("files", nargs="+", metavar="FILE.json", help="reports written by `run`")
+    p.add_argument("--html", metavar="PATH", default=None,
+                   help="also write the matrix as HTML to PATH (default: none, Markdown only)")
     p.set_defaults(fn=_compare)
-    p = sub.add_parser("spec", help="write docs/spec from the catalogue")
-    p.add_argument("--out", default=os.path.join("docs", "spec"))
-    p.add_argument("--check", action="store_true", help="fail if docs/spec is out of date")
+
+    p = sub.add_parser(
+        "spec", help="write docs/spec from the catalogue", formatter_class=_Help,
+        description=_wrapped(
+            "Write the readable specification (one Markdown page per area, with the "
+            "checks that cover each clause) from the clause catalogue, or with --check "
+            "only say which pages are out of date (exit 1 if any)."))
+    p.add_argument("--out", default=os.path.join("docs", "spec"), metavar="DIR",
+                   help="folder of the spec pages")
+    p.add_argument("--check", action="store_true", default=False,
+                   help="write nothing; fail if the pages in --out are out of date")
     p.set_defaults(fn=_spec)
-    args = parser.parse_args(argv)
+
+    sub.add_parser("matrix", help="run the fault-injection matrix", add_help=False,
+                   description=MATRIX_DESCRIPTION, formatter_class=_Help)
+    return parser
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "matrix":
+        return _matrix(argv[1:])
+    args = build_parser().parse_args(argv)
     if getattr(args, "pytest_args", None) and args.pytest_args[0] == "--":
         args.pytest_args = args.pytest_args[1:]
     return args.fn(args)

@@ -3,7 +3,13 @@
 Thin on purpose: it picks the adapter (`--impl` or TRAINSPEC_IMPL), hands it to checks as
 the `impl` fixture, applies the implementation's expectation file, turns a `HangVerdict`
 into the status `hang`, prints the header and a per-clause summary, and writes the report
-(`--conformance-report DIR`). It stays inert for test runs that collect no checks.
+(`--conformance-report DIR`: JSON, Markdown and HTML). It stays inert for test runs that
+collect no checks.
+
+A bad `--impl` is refused at configure time with one usage error (`adapters.resolve`),
+before anything is collected. `--conformance-progress` (which `python -m conformance run`
+passes) shows checks done / total on stderr through `conformance.progress`, and then blanks
+pytest's own per-test letters so the two displays do not interleave.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import builtins
 import os
 import random
+import sys
 import time
 
 import pytest
@@ -30,6 +37,13 @@ def pytest_addoption(parser):
                     help="write <impl>.json and <impl>.md conformance reports into DIR")
     group.addoption("--expectations", default=None, metavar="FILE",
                     help="expectation file (default: conformance/expectations/<impl>.txt)")
+    group.addoption("--conformance-progress", action="store_true", default=False,
+                    help="show checks done / total, the running check and the time elapsed "
+                         "on stderr (default: off)")
+    group.addoption("--conformance-progress-style", default="auto",
+                    choices=["auto", "live", "plain"],
+                    help="with --conformance-progress: 'live' (a rich display), 'plain' (one "
+                         "line per check) or 'auto' (live on a terminal) (default: auto)")
 
 
 def _impl_name(config) -> str:
@@ -54,7 +68,14 @@ def pytest_configure(config):
 
     if config.getoption("hypothesis_profile", None) is None:
         hsettings.load_profile("fast")
-    _STATE.update(start=time.monotonic(), checks=[])
+    _STATE.update(start=time.monotonic(), checks=[], progress=None)
+    if _checks_requested(config) and not hasattr(config, "workerinput"):
+        from conformance import adapters
+
+        try:
+            adapters.resolve(_impl_name(config))
+        except adapters.LOAD_ERRORS as exc:
+            raise pytest.UsageError(str(exc)) from None
 
 
 def _checks_requested(config) -> bool:
@@ -97,6 +118,79 @@ def pytest_collection_modifyitems(config, items):
         entry = expectations.match(entries, item.nodeid)
         if entry is not None:
             item.add_marker(pytest.mark.xfail(reason=entry.reason, strict=False))
+
+
+def _progress_wanted(config) -> bool:
+    return bool(config.getoption("--conformance-progress")) and not hasattr(config, "workerinput")
+
+
+def _open_progress(config, total: int) -> None:
+    if _STATE.get("progress") is not None or not _progress_wanted(config):
+        return
+    from conformance.progress import Progress
+
+    style = config.getoption("--conformance-progress-style")
+    live = {"auto": None, "live": True, "plain": False}[style]
+    stream = _own_stderr()
+    _STATE["progress_stream"] = stream
+    _STATE["progress"] = Progress(total, f"conformance: {_impl_name(config)}", live=live,
+                                  stream=stream or sys.stderr)
+
+
+def _own_stderr():
+    """A stream on a copy of the stderr descriptor, taken while pytest's capture is suspended:
+    the live display redraws from its own thread, also while a check runs, and pytest then
+    points descriptor 2 at its capture file (the redraws would land in the check's captured
+    stderr). None where stderr has no descriptor (an in-process run): use sys.stderr."""
+    try:
+        return os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1)
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def pytest_collection_finish(session):
+    if not hasattr(session.config, "workerinput"):
+        _open_progress(session.config, sum(1 for i in session.items if _is_check(i)))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    # under xdist the controller collects nothing itself: the first worker's list counts
+    if _STATE.get("progress") is None:
+        _open_progress(node.config, sum(1 for i in ids if _is_check_id(i)))
+
+
+def _is_check_id(nodeid: str) -> bool:
+    return os.path.basename(nodeid.partition("::")[0]).startswith("check_")
+
+
+def pytest_runtest_logstart(nodeid, location):
+    progress = _STATE.get("progress")
+    if progress is not None and _is_check_id(nodeid):
+        progress.start(expectations.check_id(nodeid))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_teststatus(report, config):
+    result = yield
+    if _STATE.get("progress") is not None and result:
+        category, _letter, word = result
+        return category, "", word
+    return result
+
+
+#: how a status reads on a progress line
+_PROGRESS_WORD = {"pass": "passed", "fail": "FAILED", "xfail": "xfailed", "xpass": "XPASSED",
+                  "skip": "skipped", "hang": "HANG", "error": "suite error"}
+
+
+def pytest_sessionfinish(session):
+    progress = _STATE.pop("progress", None)
+    if progress is not None:
+        progress.close()
+    stream = _STATE.pop("progress_stream", None)
+    if stream is not None:
+        stream.close()
 
 
 @pytest.fixture(scope="session")
@@ -177,6 +271,9 @@ def pytest_runtest_logreport(report):
     interesting = report.when == "call" or (report.when == "setup" and not report.passed)
     if not interesting:
         return
+    progress = _STATE.get("progress")
+    if progress is not None:
+        progress.done(expectations.check_id(report.nodeid), _PROGRESS_WORD.get(status, status))
     reason = ""
     if status in ("skip", "xfail", "error") and isinstance(report.longrepr, tuple):
         reason = report.longrepr[2]
@@ -233,4 +330,4 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     folder = config.getoption("--conformance-report")
     if folder:
         paths = report_mod.write(rep, folder)
-        tr.write_line(f"report written: {paths[0]} {paths[1]}")
+        tr.write_line("report written: " + " ".join(paths))

@@ -87,12 +87,21 @@ class Progress:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
         from rich.progress import Progress as RichProgress
+        from rich.table import Column
 
         console = Console(file=self.stream)
+        # the fixed columns keep their width; only the running item's name is cut short
+        fixed = {"no_wrap": True}
         self._rich = RichProgress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(), TextColumn("{task.fields[current]}"),
-            console=console, transient=False,
+            TextColumn("[bold]{task.description}", table_column=Column(**fixed)),
+            BarColumn(bar_width=20, table_column=Column(**fixed)),
+            MofNCompleteColumn(table_column=Column(**fixed)),
+            TimeElapsedColumn(table_column=Column(**fixed)),
+            TextColumn("{task.fields[current]}", markup=False,
+                       table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")),
+            console=console, transient=False, expand=True,
+            # pytest swaps sys.stdout / sys.stderr around each test: leave them alone
+            redirect_stdout=False, redirect_stderr=False,
         )
         self._rich.start()
         self._task = self._rich.add_task(self.title, total=self.total, current="")

@@ -1,4 +1,4 @@
-"""Conformance reports: per-check and per-clause statuses as JSON and Markdown.
+"""Conformance reports: per-check and per-clause statuses as JSON, Markdown and HTML.
 
 Statuses: pass, fail, xfail (failed as the expectations file says), xpass (passed although
 expected to fail), skip, hang (did not finish before its deadline), error (the suite's own
@@ -10,6 +10,10 @@ Each entry of `checks` holds: `id` (relative to conformance/checks/), `status`, 
 type name and text of what the check raised, cut at 2000 characters; null when it raised
 nothing), `phase` (pytest's "setup" when the failure came before the check body, e.g. from
 the adapter, else "call") and `duration_s`.
+
+`html(reports)` draws the requirement x implementation matrix (one row per clause, one column
+per report) as one self-contained page: no scripts, no external styles, so it can be
+attached to a CI run or opened from disk.
 """
 
 from __future__ import annotations
@@ -90,7 +94,76 @@ def compare(reports: list[dict]) -> str:
     return "\n".join(lines) + f"\n\nWall time: {walls}\n"
 
 
-def write(report: dict, folder: str) -> tuple[str, str]:
+#: every status a cell can show, in the order the counts are listed
+STATUSES = ORDER + ["untested"]
+_COLOURS = {"pass": "#c8f0c8", "xpass": "#e2f5c0", "fail": "#f6b8b8", "hang": "#e89090",
+            "error": "#f3d9a4", "xfail": "#f5ecb0", "skip": "#e4e4e4", "untested": "#ffffff"}
+_STYLE = (
+    "body{font-family:system-ui,sans-serif;margin:1.5em}"
+    "table{border-collapse:collapse;margin-bottom:1.5em}"
+    "th,td{border:1px solid #bbb;padding:.25em .6em;text-align:left;vertical-align:top}"
+    "th{background:#f0f0f0}td.num{text-align:right}code{font-size:.95em}"
+    + "".join(f"td.status-{k}{{background:{v}}}" for k, v in _COLOURS.items())
+)
+
+
+def _counts(report: dict) -> dict[str, int]:
+    counts = {s: 0 for s in STATUSES}
+    for c in report["clauses"].values():
+        counts[c["status"]] = counts.get(c["status"], 0) + 1
+    return counts
+
+
+def html(reports: list[dict], title: str = "Conformance matrix") -> str:
+    """The clause x implementation matrix of `reports` as a self-contained HTML page.
+
+    Each status cell has the class `status-<status>` (pass, xpass, fail, hang, error, xfail,
+    skip, untested) and carries the clause's reasons as its tooltip; the table above it
+    counts the clauses of each status per implementation."""
+    from html import escape
+
+    if not reports:
+        raise ValueError("html(reports=[]): expected at least one report")
+    heads = [f"{r['implementation']} {r['version']}" for r in reports]
+    out = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
+           f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>",
+           f"<h1>{escape(title)}</h1>", "<table class=\"counts\"><thead><tr><th>status</th>"]
+    out += [f"<th>{escape(h)}</th>" for h in heads]
+    out.append("</tr></thead><tbody>")
+    counts = [_counts(r) for r in reports]
+    for status in STATUSES:
+        if not any(c.get(status) for c in counts):
+            continue
+        cells = "".join(f"<td class=\"num status-{status}\">{c.get(status, 0)}</td>"
+                        for c in counts)
+        out.append(f"<tr><th>{status}</th>{cells}</tr>")
+    walls = "".join(f"<td class=\"num\">{escape(str(r.get('wall_s', '?')))} s</td>"
+                    for r in reports)
+    out += [f"<tr><th>wall time</th>{walls}</tr>", "</tbody></table>",
+            "<table class=\"matrix\"><thead><tr><th>clause</th><th>area</th><th>title</th>"
+            "<th>level</th>"]
+    out += [f"<th>{escape(h)}</th>" for h in heads]
+    out.append("</tr></thead><tbody>")
+    for cid in dict.fromkeys(cid for r in reports for cid in r["clauses"]):
+        known = next(r["clauses"][cid] for r in reports if cid in r["clauses"])
+        row = [f"<tr id=\"{escape(cid)}\"><td><code>{escape(cid)}</code></td>",
+               f"<td>{escape(cid.partition('.')[0])}</td>",
+               f"<td>{escape(known.get('title', '?'))}</td>",
+               f"<td>{escape(known.get('level', '?'))}</td>"]
+        for r in reports:
+            c = r["clauses"].get(cid, {})
+            status = c.get("status", "untested")
+            note = "; ".join(c.get("reasons", []))[:1000]
+            tip = f" title=\"{escape(note)}\"" if note else ""
+            row.append(f"<td class=\"status-{escape(status)}\"{tip}>"
+                       f"{escape(SYMBOL.get(status, status))}</td>")
+        out.append("".join(row) + "</tr>")
+    out += ["</tbody></table>", "</body></html>"]
+    return "\n".join(out) + "\n"
+
+
+def write(report: dict, folder: str) -> tuple[str, str, str]:
+    """Writes `<impl>.json`, `<impl>.md` and `<impl>.html` into `folder`; returns their paths."""
     import os
 
     os.makedirs(folder, exist_ok=True)
@@ -99,4 +172,7 @@ def write(report: dict, folder: str) -> tuple[str, str]:
         json.dump(report, f, indent=1, default=str)
     with open(base + ".md", "w") as f:
         f.write(markdown(report))
-    return base + ".json", base + ".md"
+    with open(base + ".html", "w") as f:
+        f.write(html([report], title=f"Conformance report: {report['implementation']} "
+                                      f"{report['version']}"))
+    return base + ".json", base + ".md", base + ".html"
