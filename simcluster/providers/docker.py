@@ -2,14 +2,22 @@
 'trainspec[docker]'`), imported only when this provider is used.
 
 Design note. A node's container runs this machine's interpreter and packages, bind-mounted
-read-only at the same paths into `image` (default: the official python image of the same
-minor version, for a compatible C library), with `pid_mode="host"` so the supervisor's pid
+read-only at the same paths into `image`, with `pid_mode="host"` so the supervisor's pid
 is a host pid: the driver's killpg / SIGSTOP work on containers as on processes, and a
 worker's pid means the same everywhere. Each cluster has its own bridge network
 `sc-<tag>` with 10.214.<k>.0/24; the driver listens on its gateway, node i gets .i+2. The
 secret reaches a node through the cluster's key file, mounted read-only, never through the
 container's environment (which `docker inspect` shows). A partition disconnects the
 container from the network; a heal reconnects it with the same address.
+
+The default image is built here, from nothing, on first use (no registry is needed): a
+layer holding only `/etc/passwd` and `/etc/group` (this user's entries), `/tmp`, and the
+usual `/bin`, `/lib`, `/lib64`, `/sbin` links into `/usr`, which is this machine's, mounted
+read-only (so the C library is the host's, the one the interpreter was built against). It
+is tagged `simcluster-node:<hash of its content>` and kept between clusters; `docker rmi
+$(docker images -q simcluster-node)` removes it. `DockerProvider(image=...)` (or
+`Cluster(provider=DockerProvider(image="python:3.11-slim"))`) uses another image instead:
+then nothing of `/usr` is mounted, and the image must run this interpreter.
 
 Cleanup: a supervisor that loses its driver kills its group, which ends the container
 (auto-removed); `close` force-removes the cluster's containers and network; every new
@@ -18,9 +26,14 @@ docker cluster removes containers and networks labelled with a dead owner pid.
 
 from __future__ import annotations
 
+import grp
+import hashlib
+import io
 import json
 import os
+import pwd
 import sys
+import tarfile
 import threading
 
 from .._errors import SimclusterError
@@ -29,7 +42,47 @@ from ..procfs import start_time
 from .base import Provider, base36
 
 LABEL = "simcluster.owner"
+IMAGE_REPOSITORY = "simcluster-node"
 _counter = 0
+
+
+def base_layer() -> bytes:
+    """The tar of the default image: this user's passwd/group entries, /tmp, links into /usr."""
+    user = pwd.getpwuid(os.getuid())
+    group = grp.getgrgid(os.getgid())
+    files = {
+        "etc/passwd": f"{user.pw_name}:x:{user.pw_uid}:{user.pw_gid}::{user.pw_dir}:/bin/sh\n",
+        "etc/group": f"{group.gr_name}:x:{group.gr_gid}:\n",
+    }
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name in ("etc", "tmp"):
+            info = tarfile.TarInfo(name)
+            info.type, info.mode = tarfile.DIRTYPE, 0o1777 if name == "tmp" else 0o755
+            tar.addfile(info)
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+        for link in ("bin", "lib", "lib64", "sbin"):
+            info = tarfile.TarInfo(link)
+            info.type, info.linkname = tarfile.SYMTYPE, f"usr/{link}"
+            tar.addfile(info)
+    return buffer.getvalue()
+
+
+def ensure_image(client) -> str:
+    """The default image's tag, importing it first if this engine does not have it."""
+    layer = base_layer()
+    tag = hashlib.sha256(layer).hexdigest()[:12]
+    name = f"{IMAGE_REPOSITORY}:{tag}"
+    try:
+        client.images.get(name)
+    except Exception:  # noqa: BLE001 - docker.errors.ImageNotFound; the SDK is optional
+        client.api.import_image_from_data(layer, repository=IMAGE_REPOSITORY, tag=tag)
+        client.images.get(name)  # raises if the import did not work
+    return name
 
 
 def client_or_reason():
@@ -54,12 +107,14 @@ class DockerProvider(Provider):
     def __init__(self, image: str | None = None) -> None:
         global _counter
         _counter += 1
-        self.image = image or f"python:{sys.version_info[0]}.{sys.version_info[1]}-slim"
+        #: None: the image built here (`ensure_image`), with this machine's /usr mounted
+        self.image = image
         self.tag = base36(os.getpid()) + base36(_counter)
         self.owner = f"{os.getpid()}:{start_time(os.getpid())}"
         self.client = self.network = None
         self.subnet = ""
         self.containers: dict[str, object] = {}
+        self._mount_usr = False
         self._lock = threading.Lock()
 
     def open(self, host: str) -> str:
@@ -71,6 +126,9 @@ class DockerProvider(Provider):
 
         self.client = client
         reap_stale(client)
+        if self.image is None:
+            self._mount_usr = True
+            self.image = ensure_image(client)
         used = {cfg.get("Subnet") for net in client.networks.list()
                 for cfg in (net.attrs.get("IPAM") or {}).get("Config") or []}
         k = next(k for k in range(1, 255) if f"10.214.{k}.0/24" not in used)
@@ -94,6 +152,8 @@ class DockerProvider(Provider):
         boot = {**fields, "sys_path": [os.path.abspath(p or os.curdir) for p in sys.path]}
         mounts = {p for p in {sys.prefix, sys.base_prefix, *boot["sys_path"]} if os.path.exists(p)}
         key = key_path(boot["address"])
+        if self._mount_usr:
+            mounts.add("/usr")
         volumes = {p: {"bind": p, "mode": "ro"} for p in sorted(mounts)}
         volumes[str(key)] = {"bind": str(key), "mode": "ro"}
         env = {k: v for k, v in fields["env"].items() if k != "PYTHONPATH"}
@@ -154,7 +214,9 @@ def node_main() -> None:
     boot = json.loads(os.environ.pop("SIMCLUSTER_BOOT"))
     sys.path[:0] = [p for p in boot["sys_path"] if p not in sys.path]
     boot["secret"] = key_path(boot["address"]).read_text().split()[0]  # line 1: the secret
-    os.setsid()
+    if os.getpgid(0) != os.getpid():
+        os.setsid()  # the driver's killpg(pid) must reach the whole node
+    # (a container's first process already leads its own session and group: setsid fails)
     from ..node.supervisor import run_node
 
     run_node(boot)
