@@ -34,6 +34,7 @@ import os
 import pwd
 import sys
 import tarfile
+import tempfile
 import threading
 
 from .._errors import SimclusterError
@@ -150,7 +151,7 @@ class DockerProvider(Provider):
 
     def _run(self, node, fields, report) -> None:
         boot = {**fields, "sys_path": [os.path.abspath(p or os.curdir) for p in sys.path]}
-        mounts = {p for p in {sys.prefix, sys.base_prefix, *boot["sys_path"]} if os.path.exists(p)}
+        mounts = _covering({sys.prefix, sys.base_prefix, *boot["sys_path"], *_source_roots()})
         key = key_path(boot["address"])
         if self._mount_usr:
             mounts.add("/usr")
@@ -194,6 +195,38 @@ class DockerProvider(Provider):
                 pass
         self.client.close()
         self.client = None
+
+
+def _source_roots() -> set[str]:
+    """The folders this process imports its top-level modules from, including those an
+    editable install's import hook finds outside sys.path (a node must import them too)."""
+    roots = set()
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if "." in name or not path:
+            continue
+        folder = os.path.dirname(os.path.abspath(path))
+        if os.path.basename(path).startswith("__init__."):
+            folder = os.path.dirname(folder)  # a package: the folder that holds it
+        roots.add(folder)
+    return roots
+
+
+#: never bind-mounted over the container's own (a script run from /tmp puts it on sys.path)
+_SYSTEM = {"/", "/tmp", "/etc", "/dev", "/proc", "/sys", "/run", "/var", "/home",
+           tempfile.gettempdir()}
+
+
+def _covering(paths) -> set[str]:
+    """The existing paths, less those inside another one (one mount covers them) and the
+    system folders of `_SYSTEM`."""
+    found = sorted(p for p in {os.path.abspath(p) for p in paths}
+                   if os.path.exists(p) and p not in _SYSTEM)
+    kept: list[str] = []
+    for p in found:
+        if not any(p == k or p.startswith(k.rstrip("/") + "/") for k in kept):
+            kept.append(p)
+    return set(kept)
 
 
 def reap_stale(client) -> None:
