@@ -101,6 +101,7 @@ def test_a_restart_is_logged_and_recorded_and_the_plan_names_the_rank(tmp_path):
     second = [e for e in events if e["event"] == "train.attempt_start"][1]
     assert second["checkpoint"] == reports[1]["checkpoint"]  # restored from report 2's
     assert events[-2]["event"] != "plan_unfired"
+    assert not [e for e in events if e["event"] == "plan_unfired"]  # every step acted
 
 
 def test_logging_config_sets_what_is_shown(tmp_path):

@@ -93,6 +93,9 @@ class Searcher:
         it then only passes calls through)."""
         return False
 
+    # Ray's base-class protocol: a subclass overrides what it supports, and the Tune loop
+    # treats NotImplementedError from get_state / save as "cannot be saved" (save_to_dir,
+    # search_generator._base_state), as Ray's does.
     def suggest(self, trial_id: str) -> dict | str | None:
         raise NotImplementedError
 

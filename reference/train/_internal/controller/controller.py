@@ -366,7 +366,7 @@ class Controller:
 
     def _log_failure(self, state: S.Running, failures: dict, decision) -> None:
         """Ray's `[FailurePolicy]` record, with the ranks and their causes (one line each)."""
-        causes = {rank: _first_line(f.describe()) + (", its node was preempted" if f.preempted
+        causes = {rank: _one_line(f.describe()) + (", its node was preempted" if f.preempted
                                                       else "")
                   for rank, f in sorted(failures.items())}
         limit = "unlimited" if decision.limit < 0 else decision.limit
@@ -430,7 +430,7 @@ class Controller:
         return ControllerError(exc)
 
 
-def _first_line(text: str) -> str:
+def _one_line(text: str) -> str:
     """The last non-empty line of a traceback (the error), or the first of a message."""
     lines = [line.strip() for line in str(text).splitlines() if line.strip()]
     if not lines:
