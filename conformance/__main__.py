@@ -59,6 +59,8 @@ def _run(args) -> int:
     cmd = [sys.executable, "-m", "pytest", checks, "--impl", args.impl,
            "--conformance-report", args.out, "-o", "python_files=check_*.py",
            "-o", "python_functions=check_*", "-p", "no:cacheprovider", "-q"]
+    if args.sim_provider:
+        cmd += ["--sim-provider", args.sim_provider]
     if args.progress != "off":
         # progress on stderr; pytest's own per-check letters are blanked by the plugin and
         # its percentage column is dropped, so nothing else writes while a check runs
@@ -165,6 +167,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "(a function returning a conformance Adapter) "
                         "(default: $TRAINSPEC_IMPL when set, else 'reference'; now: %(default)s)")
     p.add_argument("--out", default="reports", metavar="DIR", help="report folder")
+    p.add_argument("--sim-provider", default=None, choices=["process", "netns", "docker"],
+                   help="with --impl reference: run the multi-node checks' simcluster nodes "
+                        "as processes, in network namespaces or in Docker containers "
+                        "(default: $TRAINSPEC_SIM_PROVIDER when set, else 'process')")
     p.add_argument("--progress", default="auto", choices=["auto", "live", "plain", "off"],
                    help="progress on stderr: 'live' (a rich display), 'plain' (one line per "
                         "check), 'auto' (live on a terminal, else plain) or 'off'")

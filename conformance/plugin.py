@@ -33,6 +33,10 @@ def pytest_addoption(parser):
     group.addoption("--impl", default=None,
                     help="implementation under test: 'reference', 'ray' or 'module:factory' "
                          "(default: $TRAINSPEC_IMPL or 'reference')")
+    group.addoption("--sim-provider", default=None, choices=["process", "netns", "docker"],
+                    help="--impl reference: where simcluster runs the multi-node checks' "
+                         "nodes: processes, network namespaces or Docker containers "
+                         "(default: $TRAINSPEC_SIM_PROVIDER or 'process')")
     group.addoption("--conformance-report", default=None, metavar="DIR",
                     help="write <impl>.json and <impl>.md conformance reports into DIR")
     group.addoption("--expectations", default=None, metavar="FILE",
@@ -75,6 +79,17 @@ def pytest_configure(config):
         try:
             adapters.resolve(_impl_name(config))
         except adapters.LOAD_ERRORS as exc:
+            raise pytest.UsageError(str(exc)) from None
+    provider = config.getoption("--sim-provider")
+    if provider and _checks_requested(config):
+        from conformance.adapters.reference_adapter import SIM_PROVIDER_ENV, check_sim_provider
+
+        if _impl_name(config) != "reference":
+            raise pytest.UsageError(f"--sim-provider {provider!r}: only --impl reference runs "
+                                    f"on simcluster (this run: --impl {_impl_name(config)})")
+        try:
+            os.environ[SIM_PROVIDER_ENV] = check_sim_provider(provider)
+        except ValueError as exc:
             raise pytest.UsageError(str(exc)) from None
 
 

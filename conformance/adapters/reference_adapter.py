@@ -2,13 +2,16 @@
 
 fit() runs in a thread of the test process (the reference's driver is in-process, as Ray's
 is); the deadline is enforced by joining that thread, and on expiry the stacks of every
-thread are dumped into the outcome. Multi-node clusters come from `simcluster`.
+thread are dumped into the outcome. Multi-node clusters come from `simcluster`, on the
+provider `--sim-provider` (or $TRAINSPEC_SIM_PROVIDER) names: `process` (default), `netns`
+or `docker`, so the multi-node, elastic and fault-matrix checks run on containers too.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import sys
 import threading
 import time
@@ -57,6 +60,33 @@ class _ThreadFit(FitHandle):
         return self._outcome
 
 
+#: where the suite's option reaches the adapter (also in xdist workers and matrix cells)
+SIM_PROVIDER_ENV = "TRAINSPEC_SIM_PROVIDER"
+
+
+def check_sim_provider(name: str) -> str:
+    """`name` if it is a simcluster provider that can run here; else a ValueError naming
+    `--sim-provider`, what is allowed, and why this one cannot run."""
+    from simcluster.providers.registry import PROVIDER_NAMES
+
+    if name not in PROVIDER_NAMES:
+        raise ValueError(f"--sim-provider {name!r}: expected one of {', '.join(PROVIDER_NAMES)}")
+    why = None
+    if name == "docker":
+        from simcluster.providers.docker import client_or_reason
+
+        client, why = client_or_reason()
+        if client is not None:
+            client.close()
+    elif name == "netns":
+        from simcluster.providers.netns import unavailable
+
+        why = unavailable()
+    if why:
+        raise ValueError(f"--sim-provider {name!r} cannot run here: {why}")
+    return name
+
+
 class ReferenceAdapter(Adapter):
     name = "reference"
     capabilities = frozenset({"multinode", "add_node", "remove_node", "kill_node", "pause_node",
@@ -64,6 +94,13 @@ class ReferenceAdapter(Adapter):
     fit_deadline_s = 60.0
     fit_examples = 10
     history_checks = ("ranks_complete", "restores_latest", "checkpoints_whole")
+
+    def __init__(self, provider: str | None = None) -> None:
+        #: the simcluster provider of `cluster()` and `tpu_slices()`
+        self.provider = provider or os.environ.get(SIM_PROVIDER_ENV) or "process"
+
+    def describe(self) -> str:
+        return f"{super().describe()} sim-provider={self.provider}"
 
     @property
     def train(self):
@@ -90,7 +127,7 @@ class ReferenceAdapter(Adapter):
         reference.shutdown()
         preload = reference.PRELOAD
         with simcluster.Cluster(nodes=[_node_spec(simcluster, n) for n in nodes],
-                                preload=preload) as cluster:
+                                preload=preload, provider=self.provider) as cluster:
             reference.init(address=cluster.address)
             try:
                 yield _SimHandle(simcluster, cluster)
@@ -104,7 +141,8 @@ class ReferenceAdapter(Adapter):
         reference.shutdown()
         nodes = [spec for name, kind, topology in slices
                  for spec in simcluster.tpu_slice(name, kind, topology, cpus=1)]
-        with simcluster.Cluster(nodes=nodes, preload=reference.PRELOAD) as cluster:
+        with simcluster.Cluster(nodes=nodes, preload=reference.PRELOAD,
+                                provider=self.provider) as cluster:
             reference.init(address=cluster.address)
             try:
                 yield _SimHandle(simcluster, cluster)

@@ -2,6 +2,7 @@
 
     python -m conformance matrix [--impl reference,ray] [--faults a,b] [--jobs x,y]
                                  [--job path/to/script.py ...] [--slice ci] [--json out.json]
+                                 [--sim-provider process|netns|docker]
 
 (also `python -m conformance.matrix.cli ...`, and `python ci/fault_matrix.py ...` in a
 checkout). Prints one fault x job table per implementation (pass / fail / hang /
@@ -21,10 +22,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
 from conformance import adapters
+from conformance.adapters.reference_adapter import SIM_PROVIDER_ENV, check_sim_provider
 from conformance.matrix.cells import JOBS, Job, job_of_file, run_cell
 from conformance.matrix.faults import FAULTS
 from conformance.matrix.job_file import load_job
@@ -61,6 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--job", action="append", default=[], metavar="PATH.py",
                    help="a job file: your train_func(config) (repeatable, or comma-separated)")
     p.add_argument("--slice", choices=sorted(SLICES), help="a named bounded slice")
+    p.add_argument("--sim-provider", choices=["process", "netns", "docker"],
+                   help="where the reference's simcluster nodes run: processes, network "
+                        "namespaces or Docker containers (default: $TRAINSPEC_SIM_PROVIDER "
+                        "or 'process')")
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     return p
 
@@ -155,7 +162,9 @@ def run_matrix(impls, faults, jobs: list[Job], progress=None) -> tuple[list[Cell
                                               str(exc)))
                     progress.done(_label(name, fault, job.name), _outcome(results[-1]))
             continue
-        versions[impl.name] = impl.version()
+        provider = getattr(impl, "provider", None)
+        versions[impl.name] = impl.version() + (f", simcluster nodes: {provider}"
+                                                if provider else "")
         try:
             for fault in faults:
                 for job in jobs:
@@ -173,6 +182,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         impls, faults, jobs = selection(args)
+        if args.sim_provider:
+            os.environ[SIM_PROVIDER_ENV] = check_sim_provider(args.sim_provider)
     except ValueError as exc:
         parser.error(str(exc))
     start = time.monotonic()

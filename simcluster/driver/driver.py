@@ -196,7 +196,7 @@ class Driver(NodeOps, WorkerOps):
             for rec in [*live, *self.starting.values()]:
                 rec.down_reason = "shutdown"
             # Every node's tree at once: what its workers started dies with it.
-            _proc.kill_trees([rec.pid for rec in [*live, *self.starting.values()]])
+            self.provider.kill({rec.node.id: rec.pid for rec in [*live, *self.starting.values()]})
         # close() may be called from a callback, i.e. on the loop thread: nothing to wait for
         # there (the loop delivers the exits after the callback returns), and no self-join.
         on_loop = threading.current_thread() is self.loop

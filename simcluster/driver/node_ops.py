@@ -121,7 +121,7 @@ class NodeOps:
             rec.down_reason = reason
             if action:
                 self.history.record("fault", action=action, node=rec.node.id, **(cause or {}))
-            _proc.kill_trees([rec.pid])
+            self.provider.kill({rec.node.id: rec.pid})
         return True
 
     def remove_node(self, node, graceful: bool, grace_s: float | None, timeout_s: float) -> None:
@@ -132,14 +132,14 @@ class NodeOps:
                 return
             rec.down_reason = "removed"
             if not graceful:
-                _proc.kill_trees([rec.pid])
+                self.provider.kill({rec.node.id: rec.pid})
         if graceful:
             grace = self.grace_s if grace_s is None else grace_s
             self.resume_node(rec.node)
             self._tell_node(rec, {"op": "stop", "grace_s": grace})
             if rec.gone.wait(grace + timeout_s):
                 return
-            _proc.kill_trees([rec.pid])
+            self.provider.kill({rec.node.id: rec.pid})
         self._await_gone(rec, timeout_s)
 
     def _await_gone(self, rec: NodeRec, timeout_s: float) -> None:
@@ -165,10 +165,9 @@ class NodeOps:
                 return False
             action = "pause_node" if paused else "resume_node"
             self.history.record("fault", action=action, node=rec.node.id, **(cause or {}))
-            _proc.killpg(rec.pid, signal.SIGSTOP if paused else signal.SIGCONT)
             pids = [rec.pid] + [self.workers[w].pid for w in rec.workers
-                                     if w in self.workers and self.workers[w].pid]
-        _proc.wait_states(pids, want_stopped=paused, timeout_s=5.0)
+                                if w in self.workers and self.workers[w].pid]
+        self.provider.pause(rec.node, pids, paused)  # it may wait: not under the lock
         with self.lock:
             if rec.node.state != "down":
                 rec.node.state = "paused" if paused else "up"

@@ -4,7 +4,9 @@ A provider is a small object the driver consults at a few points: where the driv
 (`open`), a node's address (`node_address`), what a node needs before it starts (`prepare`,
 in the calling thread: it may block), how it is started (`spawn`, on the event-loop thread,
 given the fields the node factory takes), and cutting / healing a node's network
-(`set_cut`, for partitions). `close` undoes what it set up.
+(`set_cut`, for partitions), and how a node is killed (`kill`) and paused (`pause`): by
+signals to its processes here; the docker provider freezes a container with `docker
+pause`. `close` undoes what it set up.
 
     process   (default) every node a supervisor process on this machine, one loopback
               address each (127.0.0.2, ...); no partitions
@@ -17,8 +19,10 @@ recorded, so a plan's partition steps can be exercised where namespaces are unav
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 
+from .. import _proc
 from .._errors import SimclusterError
 from .._spec import Node, node_address
 
@@ -50,6 +54,17 @@ class Provider:
         """Take the node's network link down (cut) or up again."""
         raise SimclusterError(f"partitions need provider='netns'; this cluster's provider is "
                               f"{self.name!r}: start it with Cluster(..., provider='netns')")
+
+    def kill(self, pids: dict[str, int]) -> None:
+        """SIGKILL these nodes ({node id: supervisor pid}) and every process under them, at
+        one instant: each group is stopped first, so no worker acts after it."""
+        _proc.kill_trees(list(pids.values()))
+
+    def pause(self, node: Node, pids: list[int], paused: bool) -> None:
+        """Freeze (or thaw) the node; `pids`: its supervisor's first, then its workers'.
+        Returns once they are all stopped (or running) or gone."""
+        _proc.killpg(pids[0], signal.SIGSTOP if paused else signal.SIGCONT)
+        _proc.wait_states(pids, want_stopped=paused, timeout_s=5.0)
 
     def close(self) -> None:
         """Remove whatever `open` and `spawn` created (idempotent)."""

@@ -3,8 +3,9 @@
 
 Design note. A node's container runs this machine's interpreter and packages, bind-mounted
 read-only at the same paths into `image`, with `pid_mode="host"` so the supervisor's pid
-is a host pid: the driver's killpg / SIGSTOP work on containers as on processes, and a
-worker's pid means the same everywhere. Each cluster has its own bridge network
+is a host pid: the driver kills a node's processes at one instant as on the other
+providers (and the container ends with its first process), and a worker's pid means the
+same everywhere. A pause is `docker pause` (the engine freezes the container's cgroup). Each cluster has its own bridge network
 `sc-<tag>` with 10.214.<k>.0/24; the driver listens on its gateway, node i gets .i+2. The
 secret reaches a node through the cluster's key file, mounted read-only, never through the
 container's environment (which `docker inspect` shows). A partition disconnects the
@@ -18,6 +19,10 @@ is tagged `simcluster-node:<hash of its content>` and kept between clusters; `do
 $(docker images -q simcluster-node)` removes it. `DockerProvider(image=...)` (or
 `Cluster(provider=DockerProvider(image="python:3.11-slim"))`) uses another image instead:
 then nothing of `/usr` is mounted, and the image must run this interpreter.
+
+Storage: the nodes share `shared` read-write (the temp folder and ~/ray_results by
+default), as the nodes of a real cluster share a network file system, so a worker's
+checkpoint is the file the driver reads; the rest of a node's file system is its own.
 
 Cleanup: a supervisor that loses its driver kills its group, which ends the container
 (auto-removed); `close` force-removes the cluster's containers and network; every new
@@ -105,16 +110,22 @@ class DockerProvider(Provider):
     name = "docker"
     partitions = True
 
-    def __init__(self, image: str | None = None) -> None:
+    def __init__(self, image: str | None = None, shared: tuple[str, ...] | None = None) -> None:
         global _counter
         _counter += 1
         #: None: the image built here (`ensure_image`), with this machine's /usr mounted
         self.image = image
+        #: folders every node mounts read-write, as a real cluster's nodes share a network
+        #: file system: by default the temp folder and ~/ray_results (the default storage
+        #: path), so checkpoints a worker writes are the files the driver reads
+        self.shared = tuple(os.path.abspath(os.path.expanduser(p)) for p in (
+            shared if shared is not None else (tempfile.gettempdir(), "~/ray_results")))
         self.tag = base36(os.getpid()) + base36(_counter)
         self.owner = f"{os.getpid()}:{start_time(os.getpid())}"
         self.client = self.network = None
         self.subnet = ""
         self.containers: dict[str, object] = {}
+        self.paused: set[str] = set()   # node ids frozen with `docker pause`
         self._mount_usr = False
         self._lock = threading.Lock()
 
@@ -155,7 +166,11 @@ class DockerProvider(Provider):
         key = key_path(boot["address"])
         if self._mount_usr:
             mounts.add("/usr")
+        for folder in self.shared:
+            os.makedirs(folder, exist_ok=True)
+        mounts = {p for p in mounts if not _inside(p, self.shared)}
         volumes = {p: {"bind": p, "mode": "ro"} for p in sorted(mounts)}
+        volumes.update({p: {"bind": p, "mode": "rw"} for p in self.shared})
         volumes[str(key)] = {"bind": str(key), "mode": "ro"}
         env = {k: v for k, v in fields["env"].items() if k != "PYTHONPATH"}
         env["SIMCLUSTER_BOOT"] = json.dumps({k: v for k, v in boot.items() if k != "env"})
@@ -180,6 +195,35 @@ class DockerProvider(Provider):
         else:
             self.network.connect(container, ipv4_address=node.address)
 
+    def pause(self, node, pids, paused: bool) -> None:
+        """`docker pause` / `unpause`: the engine freezes the container's cgroup, so the
+        supervisor and its workers stop at one instant, and the engine shows it Paused."""
+        container = self.containers.get(node.id)
+        try:
+            (container.pause if paused else container.unpause)()
+        except Exception as exc:  # noqa: BLE001 - docker.errors.*: gone in the meantime
+            if _alive(container):
+                raise SimclusterError(f"docker {'pause' if paused else 'unpause'} of "
+                                      f"{node.id} failed: {exc}") from exc
+            return
+        with self._lock:
+            (self.paused.add if paused else self.paused.discard)(node.id)
+
+    def kill(self, pids: dict[str, int]) -> None:
+        """The group-stop-then-SIGKILL of the other providers, from this machine (the pids
+        are host pids); a frozen container is thawed after, so the pending SIGKILLs land.
+        The container ends with its first process and the engine removes it."""
+        super().kill(pids)
+        for node_id in pids:
+            with self._lock:
+                frozen = node_id in self.paused
+                self.paused.discard(node_id)
+            if frozen:
+                try:
+                    self.containers[node_id].unpause()
+                except Exception:  # noqa: BLE001 - gone already
+                    pass
+
     def close(self) -> None:
         if self.client is None:
             return
@@ -195,6 +239,14 @@ class DockerProvider(Provider):
                 pass
         self.client.close()
         self.client = None
+
+
+def _alive(container) -> bool:
+    try:
+        container.reload()
+    except Exception:  # noqa: BLE001 - docker.errors.NotFound
+        return False
+    return container.status in ("running", "paused")
 
 
 def _source_roots() -> set[str]:
@@ -217,6 +269,10 @@ _SYSTEM = {"/", "/tmp", "/etc", "/dev", "/proc", "/sys", "/run", "/var", "/home"
            tempfile.gettempdir()}
 
 
+def _inside(path: str, folders) -> bool:
+    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
+
+
 def _covering(paths) -> set[str]:
     """The existing paths, less those inside another one (one mount covers them) and the
     system folders of `_SYSTEM`."""
@@ -224,7 +280,7 @@ def _covering(paths) -> set[str]:
                    if os.path.exists(p) and p not in _SYSTEM)
     kept: list[str] = []
     for p in found:
-        if not any(p == k or p.startswith(k.rstrip("/") + "/") for k in kept):
+        if not _inside(p, kept):
             kept.append(p)
     return set(kept)
 

@@ -3,10 +3,19 @@ one does."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
 import pytest
 
-from simcluster import Cluster, NodeSpec, SimclusterError
-from simcluster.providers.docker import client_or_reason
+from simcluster import Cluster, FaultPlan, History, NodeSpec, SimclusterError, Trigger, action
+from simcluster.providers.base import RecordingProvider
+from simcluster.providers.docker import LABEL, client_or_reason
+from simcluster.providers.netns import unavailable as netns_unavailable
 
 _client, WHY = client_or_reason()
 if _client is not None:
@@ -62,7 +71,12 @@ def test_faults_on_docker_nodes_and_nothing_left_after_close(tmp_path):
         w = c.start_worker("node-1", time.sleep, (60,))
         c.pause_node("node-1")
         assert c.node("node-1").state == "paused"
+        container = c.provider.containers["node-1"]
+        container.reload()
+        assert container.status == "paused"  # docker pause: the engine froze it
         c.resume_node("node-1")
+        container.reload()
+        assert container.status == "running"
         run = c.run_plan(FaultPlan([(Trigger.after(0),
                                      action("partition", nodes=["node-2"], seconds=0.5))]))
         assert run.wait(20)
@@ -83,5 +97,97 @@ def test_faults_on_docker_nodes_and_nothing_left_after_close(tmp_path):
     try:
         assert [x.name for x in client.containers.list(all=True) if tag in x.name] == []
         assert [n.name for n in client.networks.list() if n.name == f"sc-{tag}"] == []
+    finally:
+        client.close()
+
+
+def _scenario(provider, history_path) -> list[tuple]:
+    """One scripted run of every node operation; the history as (event, node, what) tuples,
+    with the order-free parts (nodes coming up together, shutdown) sorted."""
+    c = Cluster(nodes=[NodeSpec(cpus=1)] * 3, provider=provider, history_path=history_path)
+    try:
+        w = c.start_worker("node-1", time.sleep, (60,))
+        c.pause_node("node-1")
+        c.resume_node("node-1")
+        plan = FaultPlan([(Trigger.after(0), action("partition", nodes=["node-2"], seconds=0.3))])
+        assert c.run_plan(plan).wait(20)
+        c.kill_node("node-1")
+        assert w.wait(10).reason == "node_lost"
+        c.remove_node(c.add_node(NodeSpec(cpus=2)))
+        assert c.start_worker("node-2", sum, ([1, 2],)).wait(20).result == 3
+    finally:
+        c.close()
+    rows = [(e["event"], e.get("node") or e.get("nodes"), e.get("action") or e.get("reason"))
+            for e in History.read(history_path) if e["event"] not in ("plan_start", "plan_done")]
+    rows = [(kind, tuple(n) if isinstance(n, list) else n, what) for kind, n, what in rows]
+    ups = sorted(r for r in rows[:4] if r[0] == "node_up")
+    downs = sorted(r for r in rows if r[2] == "shutdown")
+    middle = [r for r in rows[4:] if r[2] != "shutdown"]
+    return rows[:1] + ups + middle + downs
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(WHY is not None, reason=f"docker provider unavailable: {WHY}")
+def test_docker_nodes_record_the_same_history_as_process_and_netns_nodes(tmp_path):
+    docker = _scenario("docker", tmp_path / "docker.jsonl")
+    assert ("node_down", "node-1", "killed") in docker and ("heal", ("node-2",), None) in docker
+    # the process provider cannot cut a link: its partitions are recorded, not enforced
+    assert _scenario(RecordingProvider(), tmp_path / "process.jsonl") == docker
+    if netns_unavailable() is None:
+        assert _scenario("netns", tmp_path / "netns.jsonl") == docker
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(WHY is not None, reason=f"docker provider unavailable: {WHY}")
+def test_a_paused_docker_node_can_be_killed(make_cluster):
+    c = make_cluster(NodeSpec(cpus=1), NodeSpec(cpus=1), provider="docker")
+    w = c.start_worker("node-1", time.sleep, (60,))
+    c.pause_node("node-1")
+    c.kill_node("node-1")  # frozen processes take a SIGKILL only once thawed: the provider thaws
+    assert c.node("node-1").state == "down"
+    assert w.wait(10).reason == "node_lost"
+
+
+_DRIVER = textwrap.dedent("""
+    import sys, time
+    from simcluster import Cluster, NodeSpec
+    c = Cluster(nodes=[NodeSpec(cpus=1)] * 2, provider="docker")
+    w = c.start_worker("node-1", time.sleep, (600,))
+    print(c.provider.tag, c.provider.network.name, w.pid, flush=True)
+    time.sleep(600)
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(WHY is not None, reason=f"docker provider unavailable: {WHY}")
+def test_nothing_of_a_sigkilled_driver_is_left_once_the_next_cluster_starts(tmp_path):
+    from simcluster.providers.docker import ensure_image
+
+    client, _ = client_or_reason()
+    ensure_image(client)  # the shared default image, kept between clusters by design
+    images = sorted(i.id for i in client.images.list())
+    driver = subprocess.Popen([sys.executable, "-c", _DRIVER], stdout=subprocess.PIPE, text=True,
+                              cwd=os.getcwd())
+    try:
+        tag, network, worker_pid = driver.stdout.readline().split()
+    finally:
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(10)
+    mine = {"label": f"{LABEL}"}
+    try:
+        # the nodes lose their driver and end their process groups: the containers exit
+        deadline = time.monotonic() + 30
+        while [x for x in client.containers.list(all=True, filters=mine) if tag in x.name]:
+            assert time.monotonic() < deadline, "the dead driver's containers are still there"
+            time.sleep(0.2)
+        assert not os.path.exists(f"/proc/{worker_pid}")
+        assert [n.name for n in client.networks.list(names=[network])] == [network]
+        with Cluster(nodes=[NodeSpec(cpus=1)], provider="docker",
+                     history_path=tmp_path / "h.jsonl"):
+            # the next docker cluster removed what the dead owner left: its network
+            assert [n.name for n in client.networks.list(names=[network])] == []
+        assert [x.name for x in client.containers.list(all=True, filters=mine)] == []
+        assert [n.name for n in client.networks.list(filters=mine)] == []
+        assert sorted(i.id for i in client.images.list()) == images  # no layer per cluster
     finally:
         client.close()
