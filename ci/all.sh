@@ -7,22 +7,35 @@ cd "$(dirname "$0")/.."
 start=$(date +%s)
 ci/setup.sh
 echo "setup: $(( $(date +%s) - start )) s"
+# a Docker engine for the docker provider (installed and started here if need be, stopped
+# at the end if this started it); without one the docker tests and jobs skip, saying why
+ci/docker_engine.sh start
+trap 'ci/docker_engine.sh stop' EXIT
 ci/test.sh
 echo "tests: $(( $(date +%s) - start )) s"
 mkdir -p reports
 ray_log=reports/conformance-ray.log
 ci/conformance.sh ray > "$ray_log" 2>&1 &
 ray_pid=$!
-trap 'kill "$ray_pid" 2>/dev/null || true' EXIT
+trap 'kill "$ray_pid" 2>/dev/null || true; ci/docker_engine.sh stop' EXIT
 ci/conformance.sh reference
 echo "conformance (reference): $(( $(date +%s) - start )) s"
 . .venv/bin/activate
 python ci/fault_matrix.py --slice ci
 python ci/fault_property.py --fits 200
 echo "fault matrix and property: $(( $(date +%s) - start )) s"
+# the checks that start clusters, and the matrix slice, again with every node a container
+if timeout 10 docker info >/dev/null 2>&1; then
+  python -m conformance run --impl reference --sim-provider docker --out reports/docker \
+    --progress plain -- -m cluster
+  python ci/fault_matrix.py --slice ci --sim-provider docker
+  echo "docker provider (cluster checks, matrix slice): $(( $(date +%s) - start )) s"
+else
+  echo "docker provider: skipped, no Docker engine answers (see reports/dockerd.log)"
+fi
 ray_status=0
 wait "$ray_pid" || ray_status=$?
-trap - EXIT
+trap 'ci/docker_engine.sh stop' EXIT
 cat "$ray_log"
 echo "conformance (ray): exit $ray_status, $(( $(date +%s) - start )) s"
 echo "total: $(( $(date +%s) - start )) s"

@@ -54,6 +54,16 @@ def _run(args) -> int:
         adapters.resolve(args.impl)
     except adapters.LOAD_ERRORS as exc:
         return _error("run", str(exc))
+    if args.sim_provider:
+        from conformance.adapters.reference_adapter import check_sim_provider
+
+        if args.impl != "reference":
+            return _error("run", f"--sim-provider {args.sim_provider!r}: only --impl reference "
+                                 f"runs on simcluster (this run: --impl {args.impl})")
+        try:
+            check_sim_provider(args.sim_provider)
+        except ValueError as exc:
+            return _error("run", str(exc))
     checks = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checks")
     # A fresh interpreter, so pytest can rewrite the asserts of the (not yet imported) suite.
     cmd = [sys.executable, "-m", "pytest", checks, "--impl", args.impl,

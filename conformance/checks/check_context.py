@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from conformance import assertions, journal_checks
 from conformance.adapters.base import NodeSpec, Unsupported
 from conformance.catalogue import clause
@@ -30,6 +32,7 @@ def check_context_single_node(impl):
                          "experiment name)", r.setting)
 
 
+@pytest.mark.cluster
 @clause("context.multi-node")
 def check_ranks_contiguous_per_node(impl):
     needs(impl, "multinode")

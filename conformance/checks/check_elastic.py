@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from conformance import assertions, journal_checks
 from conformance.adapters.base import NodeSpec
 from conformance.catalogue import clause
@@ -31,6 +33,7 @@ def _grow(impl, num_workers, target, observe_s: float):
     return r, bool(started), before, setting
 
 
+@pytest.mark.cluster
 @clause("elastic.start-what-fits", "elastic.grow")
 def check_elastic_grows_onto_new_node(impl):
     r, started, before, setting = _grow(impl, (1, 4), 4, impl.fit_deadline_s / 2)
@@ -45,6 +48,7 @@ def check_elastic_grows_onto_new_node(impl):
     assertions.verdict(journal_checks.restores_latest(events), setting)
 
 
+@pytest.mark.cluster
 @clause("elastic.wait-below-min")
 def check_elastic_waits_below_min(impl):
     r, started, before, setting = _grow(impl, (3, 4), 3, 4 * INTERVAL_S)

@@ -397,6 +397,7 @@ def check_local_mode(impl):
                      "result.metrics (the last report)", setting)
 
 
+@pytest.mark.cluster
 @clause("jax.tpu-slices")
 def check_tpu_slices(impl):
     from conformance.checks.check_context import needs

@@ -708,6 +708,7 @@ def check_with_resources(impl):
 
 
 # ------------------------------------------------------------------------ Train inside Tune
+@pytest.mark.cluster
 @clause("tune.train-interop")
 def check_train_interop(impl):
     """Runs on a one-node cluster of INTEROP_CPUS (4) logical CPUs (adapter.cluster); the run

@@ -70,7 +70,7 @@ class NodeOps:
             rec.settled.set()
             return
         self.provider.spawn(rec.node, {"node_id": rec.node.id, "node_address": rec.node.address,
-                                       "address": self.address,
+                                       "address": self.address, "preload": list(self.preload),
                                        "env": {**os.environ, **rec.node.spec.env}, **extra},
                             self.factory, lambda msg: self.loop.call_soon(self._factory_event, msg))
 

@@ -45,7 +45,8 @@ class Provider:
         return {}
 
     def spawn(self, node: Node, fields: dict, factory, report: Callable[[dict], None]) -> None:
-        """Start `node` (event-loop thread). `fields` are the factory's spawn command;
+        """Start `node` (event-loop thread). `fields` are the factory's spawn command
+        (node id and address, the driver's address, env, the cluster's `preload`);
         `report(event)` (any thread) takes factory-style events, e.g. {"node_id", "error"},
         for nodes that do not come from the factory."""
         factory.spawn(fields)

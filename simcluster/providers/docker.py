@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import grp
 import hashlib
+import importlib
 import io
 import json
 import os
@@ -230,8 +231,8 @@ class DockerProvider(Provider):
         for container in list(self.containers.values()):
             try:
                 container.remove(force=True)
-            except Exception:
-                pass  # auto-removed already
+            except Exception:  # noqa: BLE001 - auto-removed already, or being removed
+                pass
         if self.network is not None:
             try:
                 self.network.remove()
@@ -306,6 +307,8 @@ def node_main() -> None:
     if os.getpgid(0) != os.getpid():
         os.setsid()  # the driver's killpg(pid) must reach the whole node
     # (a container's first process already leads its own session and group: setsid fails)
+    for module in boot.get("preload", ()):  # as the node factory does for process nodes:
+        importlib.import_module(module)      # each worker forks with them imported
     from ..node.supervisor import run_node
 
     run_node(boot)

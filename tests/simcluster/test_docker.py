@@ -191,3 +191,17 @@ def test_nothing_of_a_sigkilled_driver_is_left_once_the_next_cluster_starts(tmp_
         assert sorted(i.id for i in client.images.list()) == images  # no layer per cluster
     finally:
         client.close()
+
+
+def _imported(name: str) -> bool:
+    return name in sys.modules
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(WHY is not None, reason=f"docker provider unavailable: {WHY}")
+def test_docker_nodes_import_the_preload_modules_once_for_their_workers(tmp_path):
+    assert "wave" not in sys.modules  # a standard module nothing here imports
+    with Cluster(nodes=[NodeSpec(cpus=1)], provider="docker", preload=("wave",),
+                 history_path=tmp_path / "h.jsonl") as c:
+        assert c.start_worker("node-0", _imported, ("wave",)).wait(30).result is True
+        assert c.start_worker("node-0", _imported, ("aifc",)).wait(30).result is False
