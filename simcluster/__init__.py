@@ -25,11 +25,14 @@ from .faults.runner import PlanRun
 from .frontend.client import ClusterClient, connect
 from .frontend.endpoint import Bundle, Channel, Placement, WorkerExit, WorkerHandle
 from .providers.base import Provider, RecordingProvider
+from .providers.registry import PROVIDER_NAMES, provider_unavailable
 from .tpu import tpu_slice
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "PROVIDER_NAMES",
+    "provider_unavailable",
     "ACTIONS",
     "Action",
     "AuthenticationError",

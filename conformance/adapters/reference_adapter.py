@@ -67,21 +67,11 @@ SIM_PROVIDER_ENV = "TRAINSPEC_SIM_PROVIDER"
 def check_sim_provider(name: str) -> str:
     """`name` if it is a simcluster provider that can run here; else a ValueError naming
     `--sim-provider`, what is allowed, and why this one cannot run."""
-    from simcluster.providers.registry import PROVIDER_NAMES
-
-    if name not in PROVIDER_NAMES:
-        raise ValueError(f"--sim-provider {name!r}: expected one of {', '.join(PROVIDER_NAMES)}")
-    why = None
-    if name == "docker":
-        from simcluster.providers.docker import client_or_reason
-
-        client, why = client_or_reason()
-        if client is not None:
-            client.close()
-    elif name == "netns":
-        from simcluster.providers.netns import unavailable
-
-        why = unavailable()
+    simcluster = importlib.import_module("simcluster")
+    if name not in simcluster.PROVIDER_NAMES:
+        raise ValueError(f"--sim-provider {name!r}: expected one of "
+                         f"{', '.join(simcluster.PROVIDER_NAMES)}")
+    why = simcluster.provider_unavailable(name)
     if why:
         raise ValueError(f"--sim-provider {name!r} cannot run here: {why}")
     return name

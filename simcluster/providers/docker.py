@@ -135,6 +135,7 @@ class DockerProvider(Provider):
         if client is None:
             raise SimclusterError(f"Cluster(provider='docker') cannot run here: {why}; start "
                                   "a Docker engine or use provider='process'")
+        import docker.errors
         import docker.types
 
         self.client = client
@@ -142,14 +143,22 @@ class DockerProvider(Provider):
         if self.image is None:
             self._mount_usr = True
             self.image = ensure_image(client)
-        used = {cfg.get("Subnet") for net in client.networks.list()
-                for cfg in (net.attrs.get("IPAM") or {}).get("Config") or []}
-        k = next(k for k in range(1, 255) if f"10.214.{k}.0/24" not in used)
-        self.subnet = f"10.214.{k}"
-        pool = docker.types.IPAMPool(subnet=f"{self.subnet}.0/24", gateway=f"{self.subnet}.1")
-        self.network = client.networks.create(
-            f"sc-{self.tag}", driver="bridge", ipam=docker.types.IPAMConfig(pool_configs=[pool]),
-            labels={LABEL: self.owner})
+        used = {cfg.get("Subnet") for net in client.api.networks()
+                for cfg in (net.get("IPAM") or {}).get("Config") or []}
+        for k in (k for k in range(1, 255) if f"10.214.{k}.0/24" not in used):
+            pool = docker.types.IPAMPool(subnet=f"10.214.{k}.0/24", gateway=f"10.214.{k}.1")
+            try:
+                self.network = client.networks.create(
+                    f"sc-{self.tag}", driver="bridge",
+                    ipam=docker.types.IPAMConfig(pool_configs=[pool]), labels={LABEL: self.owner})
+            except docker.errors.APIError as exc:
+                if "overlap" in str(exc):
+                    continue  # another cluster took it since the listing: the next one
+                raise
+            self.subnet = f"10.214.{k}"
+            break
+        else:
+            raise SimclusterError("provider='docker': every subnet 10.214.1-254.0/24 is in use")
         return f"{self.subnet}.1"
 
     def node_address(self, index: int) -> str:
@@ -287,16 +296,30 @@ def _covering(paths) -> set[str]:
 
 
 def reap_stale(client) -> None:
-    """Remove containers and networks whose owner (pid:start time) is no longer alive."""
+    """Remove containers and networks whose owner (pid:start time) is no longer alive.
+    Listed with the low-level API (one call, no inspection of each): another cluster's
+    containers come and go meanwhile, and one removed under us is no error."""
     def dead(labels) -> bool:
         pid, _, start = (labels or {}).get(LABEL, "0:").partition(":")
         return start_time(int(pid or 0)) != start
-    for container in client.containers.list(all=True, filters={"label": LABEL}):
-        if dead(container.labels):
-            container.remove(force=True)
-    for network in client.networks.list(filters={"label": LABEL}):
-        if dead(network.attrs.get("Labels")):
-            network.remove()
+    for container in client.api.containers(all=True, filters={"label": LABEL}):
+        if dead(container.get("Labels")):
+            _ignore_gone(client.api.remove_container, container["Id"], force=True)
+    for network in client.api.networks(filters={"label": LABEL}):
+        if dead(network.get("Labels")):
+            _ignore_gone(client.api.remove_network, network["Id"])
+
+
+def _ignore_gone(call, *args, **kwargs) -> None:
+    import docker.errors
+
+    try:
+        call(*args, **kwargs)
+    except docker.errors.NotFound:
+        pass  # removed meanwhile
+    except docker.errors.APIError as exc:
+        if "already in progress" not in str(exc):
+            raise
 
 
 def node_main() -> None:

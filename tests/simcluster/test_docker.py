@@ -95,8 +95,8 @@ def test_faults_on_docker_nodes_and_nothing_left_after_close(tmp_path):
         assert kind in kinds
     client, _ = client_or_reason()
     try:
-        assert [x.name for x in client.containers.list(all=True) if tag in x.name] == []
-        assert [n.name for n in client.networks.list() if n.name == f"sc-{tag}"] == []
+        assert [n for c in client.api.containers(all=True) for n in c["Names"] if tag in n] == []
+        assert [n["Name"] for n in client.api.networks() if n["Name"] == f"sc-{tag}"] == []
     finally:
         client.close()
 
@@ -174,10 +174,14 @@ def test_nothing_of_a_sigkilled_driver_is_left_once_the_next_cluster_starts(tmp_
         driver.send_signal(signal.SIGKILL)
         driver.wait(10)
     mine = {"label": f"{LABEL}"}
+
+    def containers() -> list[str]:  # one call: others' containers may vanish meanwhile
+        return [name for c in client.api.containers(all=True, filters=mine)
+                for name in c["Names"]]
     try:
         # the nodes lose their driver and end their process groups: the containers exit
         deadline = time.monotonic() + 30
-        while [x for x in client.containers.list(all=True, filters=mine) if tag in x.name]:
+        while [x for x in containers() if tag in x]:
             assert time.monotonic() < deadline, "the dead driver's containers are still there"
             time.sleep(0.2)
         assert not os.path.exists(f"/proc/{worker_pid}")
@@ -186,8 +190,9 @@ def test_nothing_of_a_sigkilled_driver_is_left_once_the_next_cluster_starts(tmp_
                      history_path=tmp_path / "h.jsonl"):
             # the next docker cluster removed what the dead owner left: its network
             assert [n.name for n in client.networks.list(names=[network])] == []
-        assert [x.name for x in client.containers.list(all=True, filters=mine)] == []
-        assert [n.name for n in client.networks.list(filters=mine)] == []
+        assert [x for x in containers() if tag in x] == []
+        assert [n["Name"] for n in client.api.networks(filters=mine)
+                if n["Name"] == network] == []
         assert sorted(i.id for i in client.images.list()) == images  # no layer per cluster
     finally:
         client.close()
@@ -205,3 +210,15 @@ def test_docker_nodes_import_the_preload_modules_once_for_their_workers(tmp_path
                  history_path=tmp_path / "h.jsonl") as c:
         assert c.start_worker("node-0", _imported, ("wave",)).wait(30).result is True
         assert c.start_worker("node-0", _imported, ("aifc",)).wait(30).result is False
+
+
+def test_provider_unavailable_says_why_or_none(monkeypatch):
+    from simcluster import provider_unavailable
+
+    assert provider_unavailable("process") is None
+    assert provider_unavailable("docker") == WHY
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    assert "no Docker engine answered at unix:///nonexistent/docker.sock" in \
+        provider_unavailable("docker")
+    with pytest.raises(ValueError, match=r"provider 'vm': expected one of \('process', "):
+        provider_unavailable("vm")
