@@ -54,6 +54,9 @@ def _run(args) -> int:
         adapters.resolve(args.impl)
     except adapters.LOAD_ERRORS as exc:
         return _error("run", str(exc))
+    if args.ray_address and args.impl != "ray":
+        return _error("run", f"--ray-address {args.ray_address!r}: only --impl ray runs on a "
+                             f"Ray cluster (this run: --impl {args.impl})")
     if args.sim_provider:
         from conformance.adapters.reference_adapter import check_sim_provider
 
@@ -71,6 +74,8 @@ def _run(args) -> int:
            "-o", "python_functions=check_*", "-p", "no:cacheprovider", "-q"]
     if args.sim_provider:
         cmd += ["--sim-provider", args.sim_provider]
+    if args.ray_address:
+        cmd += ["--ray-address", args.ray_address]
     if args.progress != "off":
         # progress on stderr; pytest's own per-check letters are blanked by the plugin and
         # its percentage column is dropped, so nothing else writes while a check runs
@@ -181,6 +186,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --impl reference: run the multi-node checks' simcluster nodes "
                         "as processes, in network namespaces or in Docker containers "
                         "(default: $TRAINSPEC_SIM_PROVIDER when set, else 'process')")
+    p.add_argument("--ray-address", default=None, metavar="ADDR",
+                   help="with --impl ray: run against this running Ray cluster (HOST:PORT, "
+                        "or ray://HOST:10001) instead of a local Ray session; the suite "
+                        "never stops it and removes what it created (default: "
+                        "$TRAINSPEC_RAY_ADDRESS when set, else a local session)")
     p.add_argument("--progress", default="auto", choices=["auto", "live", "plain", "off"],
                    help="progress on stderr: 'live' (a rich display), 'plain' (one line per "
                         "check), 'auto' (live on a terminal, else plain) or 'off'")

@@ -423,6 +423,34 @@ ALL = [
       "num_replicas = world size and rank = world rank that keeps the loader's shuffle "
       "setting; the ranks' batches are disjoint and together cover the dataset.",
       TORCH_UTILS),
+    # ---------------------------------------------------------------- accelerators
+    C("accelerator.gpu-ids", "MUST", "Each GPU worker sees the GPUs it holds",
+      "With use_gpu=True and a backend that does not share devices (DataParallelTrainer's "
+      "BackendConfig), each worker's CUDA_VISIBLE_DEVICES lists exactly the GPU ids of its "
+      "bundle: two workers of one GPU each on a 2-GPU node see '0' and '1' (one each); "
+      "resources_per_worker={'GPU': 2} gives one worker '0,1'. The ids are the node's "
+      "logical GPU ids, so the rule holds for GPUs a cluster declares as for real ones.",
+      "python/ray/_private/accelerators/nvidia_gpu.py",
+      "DataParallelTrainer(fn, scaling_config=ScalingConfig(num_workers=2, use_gpu=True))"),
+    C("accelerator.gpu-share", "MUST", "TorchTrainer shares a node's GPUs among its workers",
+      "With TorchTrainer (TorchConfig's backend has share_cuda_visible_devices=True) and "
+      "GPU workers, every worker's CUDA_VISIBLE_DEVICES is the sorted union of the GPU ids "
+      "the run's workers hold on its node, set before the training function starts: two "
+      "workers of one GPU each on a 2-GPU node both see '0,1'.",
+      "python/ray/train/v2/_internal/callbacks/accelerators.py",
+      "TorchTrainer(fn, scaling_config=ScalingConfig(num_workers=2, use_gpu=True))"),
+    C("accelerator.fractional-gpu", "MUST", "Fractional GPUs pack workers onto one GPU",
+      "resources_per_worker={'GPU': 0.5} with use_gpu=True puts two workers on one GPU of a "
+      "1-GPU node; both see CUDA_VISIBLE_DEVICES '0' (with TorchTrainer's sharing too).",
+      "python/ray/_private/accelerators/nvidia_gpu.py",
+      "ScalingConfig(num_workers=2, use_gpu=True, resources_per_worker={'GPU': 0.5})"),
+    C("accelerator.rocm-ids", "SHOULD", "AMD GPUs are named in HIP_VISIBLE_DEVICES",
+      "On a node whose GPUs are AMD (ROCm), a GPU worker's device ids go to "
+      "HIP_VISIBLE_DEVICES, as Ray's AMDGPUAcceleratorManager writes them, and "
+      "CUDA_VISIBLE_DEVICES is not set for them.",
+      "python/ray/_private/accelerators/amd_gpu.py",
+      "DataParallelTrainer(fn, scaling_config=ScalingConfig(num_workers=2, use_gpu=True)) "
+      "on a ROCm node"),
     # ---------------------------------------------------------------- lightning
     C("lightning.names", "MUST", "ray.train.lightning names; the legacy trainer is gone",
       "ray.train.lightning exports exactly prepare_trainer, RayDDPStrategy, RayFSDPStrategy, "

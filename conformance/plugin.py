@@ -37,6 +37,10 @@ def pytest_addoption(parser):
                     help="--impl reference: where simcluster runs the multi-node checks' "
                          "nodes: processes, network namespaces or Docker containers "
                          "(default: $TRAINSPEC_SIM_PROVIDER or 'process')")
+    group.addoption("--ray-address", default=None, metavar="ADDR",
+                    help="--impl ray: run against this running Ray cluster (HOST:PORT or "
+                         "ray://HOST:10001) instead of a local session; it is never shut "
+                         "down (default: $TRAINSPEC_RAY_ADDRESS, else a local session)")
     group.addoption("--conformance-report", default=None, metavar="DIR",
                     help="write <impl>.json and <impl>.md conformance reports into DIR")
     group.addoption("--expectations", default=None, metavar="FILE",
@@ -80,6 +84,14 @@ def pytest_configure(config):
             adapters.resolve(_impl_name(config))
         except adapters.LOAD_ERRORS as exc:
             raise pytest.UsageError(str(exc)) from None
+    address = config.getoption("--ray-address")
+    if address and _checks_requested(config):
+        from conformance.adapters.ray_adapter import RAY_ADDRESS_ENV
+
+        if _impl_name(config) != "ray":
+            raise pytest.UsageError(f"--ray-address {address!r}: only --impl ray runs on a "
+                                    f"Ray cluster (this run: --impl {_impl_name(config)})")
+        os.environ[RAY_ADDRESS_ENV] = address
     provider = config.getoption("--sim-provider")
     if provider and _checks_requested(config):
         from conformance.adapters.reference_adapter import SIM_PROVIDER_ENV, check_sim_provider
@@ -212,9 +224,13 @@ def pytest_sessionfinish(session):
 def impl(request):
     """The adapter of the implementation under test, set up once per session."""
     from conformance import adapters
+    from conformance.adapters.base import SetupError
 
     adapter = adapters.load(_impl_name(request.config))
-    adapter.setup()
+    try:
+        adapter.setup()
+    except SetupError as exc:  # e.g. a --ray-address it cannot join
+        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
     yield adapter
     adapter.teardown()
 
@@ -243,9 +259,12 @@ def pytest_runtest_makereport(item, call):
     error = message = None
     if call.excinfo is not None and (report.failed or hasattr(report, "wasxfail")):
         error, message = _describe(call.excinfo.value)
+    # a check that records ("hardware", "real" | "simulated") says where its devices were
+    hardware = dict(item.user_properties).get("hardware")
     report.user_properties.append(("conformance", {"clauses": clauses, "hang": hang,
                                                    "suite_error": suite_error,
-                                                   "error": error, "message": message}))
+                                                   "error": error, "message": message,
+                                                   "hardware": hardware}))
 
 
 #: how much of a failure's message a report keeps
@@ -305,6 +324,7 @@ def pytest_runtest_logreport(report):
         "clauses": info["clauses"], "reason": reason, "error": info.get("error"),
         "message": info.get("message"), "phase": report.when,
         "duration_s": round(report.duration, 2),
+        **({"hardware": info["hardware"]} if info.get("hardware") else {}),
     })
 
 

@@ -435,3 +435,22 @@ def worker_environment(config: dict) -> dict:
     """A training function that returns (on rank 0: Result.return_value) the variables
     `config["names"]` of its worker's environment."""
     return {name: os.environ.get(name) for name in config["names"]}
+
+
+def accelerator_view(config: dict) -> None:
+    """A training function that journals (`accelerator` events) what its worker sees of
+    accelerators: its world rank and node, CUDA_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES as
+    the function starts, and whether a real CUDA device answers (torch, where installed)."""
+    train = importlib.import_module(config["train_module"])
+    real = None
+    try:
+        import torch
+
+        real = bool(torch.cuda.is_available())
+    except ImportError:
+        pass
+    Journal(config["journal"]).record(
+        ev="accelerator", rank=train.get_context().get_world_rank(),
+        node_rank=train.get_context().get_node_rank(),
+        cuda=os.environ.get("CUDA_VISIBLE_DEVICES"), hip=os.environ.get("HIP_VISIBLE_DEVICES"),
+        real_cuda=real)

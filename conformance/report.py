@@ -52,6 +52,9 @@ def build(impl: str, version: str, adapter: str, seed, profile: str, checks: lis
             "checks": [x["id"] for x in cs],
             "reasons": sorted({x["reason"] for x in cs if x["status"] != "pass" and x["reason"]}),
         }
+        hardware = sorted({x["hardware"] for x in cs if x.get("hardware")})
+        if hardware:  # accelerator clauses: on real devices, declared ones, or both
+            clauses[cid]["hardware"] = "+".join(hardware)
     totals: dict[str, int] = {}
     for c in clauses.values():
         totals[c["status"]] = totals.get(c["status"], 0) + 1
@@ -75,7 +78,8 @@ def markdown(report: dict) -> str:
         "| clause | level | status | checks | note |", "| --- | --- | --- | --- | --- |",
     ]
     for cid, c in r["clauses"].items():
-        note = "; ".join(c["reasons"])[:300].replace("|", "\\|").replace("\n", " ")
+        note = "; ".join(([f"hardware: {c['hardware']}"] if c.get("hardware") else [])
+                         + c["reasons"])[:300].replace("|", "\\|").replace("\n", " ")
         lines.append(f"| `{cid}` | {c['level']} | {SYMBOL[c['status']]} | {len(c['checks'])} "
                      f"| {note} |")
     return "\n".join(lines) + "\n"

@@ -22,11 +22,19 @@ class Unsupported(Exception):
     """Raised by an adapter for a capability it lacks; the suite turns it into a skip."""
 
 
+class SetupError(RuntimeError):
+    """Raised by `Adapter.setup` when the implementation cannot be reached as configured
+    (e.g. a cluster address nobody answers at); the message says why and what to do, and
+    the suite ends with it as a usage error instead of failing every check."""
+
+
 @dataclasses.dataclass(frozen=True)
 class NodeSpec:
     cpus: int = 2
     gpus: int = 0
     resources: dict = dataclasses.field(default_factory=dict)
+    #: the GPUs' kind: None or "CUDA" (NVIDIA), "ROCm" (AMD)
+    accelerator: str | None = None
 
 
 @dataclasses.dataclass

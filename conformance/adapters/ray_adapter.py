@@ -9,6 +9,15 @@ wait forever for them.
 Multi-node clusters use `ray.cluster_utils.Cluster` with one loopback address per node
 (127.0.0.2, 127.0.0.3, ...): Ray Train groups ranks by node IP, so nodes sharing an address
 would look like one node.
+
+With `--ray-address ADDR` (or $TRAINSPEC_RAY_ADDRESS) the suite runs against a Ray cluster
+someone else runs instead (`ray start --head`, KubeRay, SLURM): it connects as one driver
+(Ray's token authentication reads RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token,
+as any driver does), never starts or stops a Ray session of its own, and sizes itself from
+the cluster's inventory. A fresh session after a failed fit is not possible there, so the
+fit's task is cancelled and every actor and placement group of this driver's job that is
+still alive is removed explicitly (`_release_job`). The checks that build clusters skip:
+the suite adds and removes no nodes on a cluster it does not own.
 """
 
 from __future__ import annotations
@@ -26,6 +35,8 @@ from conformance.adapters.base import (
     FitHandle,
     NodeSpec,
     Outcome,
+    SetupError,
+    Unsupported,
     journal_dir_of,
 )
 
@@ -100,6 +111,10 @@ class _RayCluster(ClusterHandle):
         self._next_ip = 2
 
     def add_node(self, spec: NodeSpec, wait: bool = True):
+        if spec.accelerator not in (None, "CUDA"):
+            raise Unsupported(f"a local Ray cluster cannot declare {spec.accelerator} GPUs "
+                              "(Ray detects the GPU kind from the hardware; num_gpus means "
+                              "NVIDIA)")
         node = self._cluster.add_node(
             num_cpus=spec.cpus,
             num_gpus=spec.gpus,
@@ -121,6 +136,10 @@ class _RayCluster(ClusterHandle):
         self.nodes.remove(node)
 
 
+#: where the suite's `--ray-address` option reaches the adapter (xdist workers, matrix)
+RAY_ADDRESS_ENV = "TRAINSPEC_RAY_ADDRESS"
+
+
 class RayAdapter(Adapter):
     name = "ray"
     capabilities = frozenset({"multinode", "add_node", "remove_node", "kill_node", "elastic"})
@@ -128,8 +147,18 @@ class RayAdapter(Adapter):
     fit_examples = 2
     num_cpus = 4
 
-    def __init__(self):
+    def __init__(self, address: str | None = None):
         self._cluster = None
+        #: an existing cluster to run against (None: a local session of the suite's own)
+        self.address = address or os.environ.get(RAY_ADDRESS_ENV) or None
+        if self.address:
+            self.capabilities = frozenset()
+            self.capabilities_note = (f"--ray-address {self.address}: the suite does not own "
+                                      "this cluster, so it adds, removes and kills no nodes")
+
+    def describe(self) -> str:
+        where = f"cluster at {self.address}" if self.address else "local session"
+        return f"{super().describe()} ({where})"
 
     @property
     def train(self):
@@ -151,7 +180,10 @@ class RayAdapter(Adapter):
     # ------------------------------------------------------------ session
     def setup(self) -> None:
         os.environ.update(_ENV)
-        self._init()
+        if self.address:
+            self._connect()
+        else:
+            self._init()
 
     def _init(self, address: str = "local") -> None:
         import ray
@@ -161,10 +193,28 @@ class RayAdapter(Adapter):
             kwargs["num_cpus"] = self.num_cpus
         ray.init(address=address, **kwargs)
 
+    def _connect(self) -> None:
+        """Join the existing cluster as a driver; size the suite from its inventory."""
+        import ray
+
+        _check_reachable(self.address)  # ray.init retries an unanswered address for minutes
+        try:
+            # the job's own workers (its Train controllers among them) poll as in a local
+            # session; nothing else on the cluster sees this environment
+            ray.init(address=self.address, log_to_driver=False, logging_level="ERROR",
+                     runtime_env={"env_vars": dict(_ENV)})
+        except Exception as exc:  # noqa: BLE001 - ConnectionError, AuthenticationError, ...
+            raise ExternalClusterError(_why_not_connected(self.address, exc)) from exc
+        self.num_cpus = int(ray.cluster_resources().get("CPU", 0))
+        self.inventory = inventory()
+
     def teardown(self) -> None:
         import ray
 
-        ray.shutdown()
+        if self.address:
+            with contextlib.suppress(Exception):
+                _release_job()
+        ray.shutdown()  # with an address: this driver disconnects, the cluster stays
         if self._cluster is not None:
             self._cluster.shutdown()
             self._cluster = None
@@ -172,6 +222,9 @@ class RayAdapter(Adapter):
     def reset(self) -> None:
         import ray
 
+        if self.address:
+            _release_job()
+            return
         ray.shutdown()
         self._init(self._cluster.address if self._cluster is not None else "local")
 
@@ -181,7 +234,11 @@ class RayAdapter(Adapter):
 
         fd, stack_file = tempfile.mkstemp(prefix="trainspec-stacks-", suffix=".txt")
         os.close(fd)
-        task = ray.remote(num_cpus=0, max_retries=0)(_run_fit_body)
+        # On a cluster the suite does not own, the fit's worker process exits after the
+        # fit (max_calls=1): the actors it owned (TrainController, DatasetManager, the
+        # worker group) end with it, where a reused worker kept them alive.
+        options = {"max_calls": 1} if self.address else {}
+        task = ray.remote(num_cpus=0, max_retries=0, **options)(_run_fit_body)
         ref = task.remote(make_trainer, stack_file, max(1.0, deadline_s - 1.0))
         return _RayFit(self, ref, deadline_s, stack_file, journal_dir_of(make_trainer))
 
@@ -189,6 +246,11 @@ class RayAdapter(Adapter):
     def cluster(self, nodes: list[NodeSpec]):
         import ray
         from ray.cluster_utils import Cluster
+
+        if self.address:
+            raise Unsupported(f"--ray-address {self.address}: the suite does not own this "
+                              "cluster, so it builds no clusters there (it adds and removes "
+                              "no nodes); run the multi-node checks on a local session")
 
         ray.shutdown()
         self._cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
@@ -208,3 +270,93 @@ class RayAdapter(Adapter):
     @staticmethod
     def node_id_function():
         return _node_id
+
+
+class ExternalClusterError(SetupError):
+    """`--ray-address` names a cluster this process cannot join (the message says why)."""
+
+
+def _why_not_connected(address: str, exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip()
+    first = text.splitlines()[0][:300]
+    if "auth" in text.lower() or "token" in text.lower():
+        fix = ("the cluster uses token authentication: set RAY_AUTH_TOKEN (the token) or "
+               "RAY_AUTH_TOKEN_PATH (its file; `ray get-auth-token` prints it on the head "
+               "node), or put it in ~/.ray/auth_token")
+    else:
+        fix = ("is a Ray head listening there (`ray status --address ADDR`)? use the GCS "
+               "address HOST:PORT (6379 by default) or ray://HOST:10001 for Ray Client")
+    return f"--ray-address {address!r}: cannot connect ({first}); {fix}"
+
+
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """A TCP connection to the address's host and port, or an ExternalClusterError."""
+    import socket
+
+    where = address.split("://", 1)[-1]
+    host, _, port = where.rpartition(":")
+    if not host or not port.isdigit():
+        raise ExternalClusterError(f"--ray-address {address!r}: expected HOST:PORT (the head's "
+                                   "GCS address, 6379 by default) or ray://HOST:10001")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise ExternalClusterError(_why_not_connected(address, exc)) from None
+
+
+def inventory() -> dict:
+    """The cluster's alive nodes and their resources, as the connected driver sees them."""
+    import ray
+
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    return {"nodes": len(nodes),
+            "resources": {k: v for k, v in ray.cluster_resources().items()
+                          if not k.startswith("node:")},
+            "accelerators": sorted({k.removeprefix("accelerator_type:")
+                                    for n in nodes for k in n.get("Resources", {})
+                                    if k.startswith("accelerator_type:")})}
+
+
+def job_leftovers() -> tuple[list[str], list[str]]:
+    """(actors as "Class(id, state)", placement group ids) of this driver's job that are not
+    dead/removed. Detached actors are left out: they are Ray's cluster-wide services that a
+    job starts on first use and later jobs share (Ray Data's _AutoscalingCoordinatorActor),
+    not a fit's, and the suite creates none itself. Read from the GCS tables (no dashboard
+    needed)."""
+    import ray
+    from ray._private.state import state
+    from ray.core.generated import gcs_pb2
+
+    job = ray.get_runtime_context().get_job_id()
+    actors = [f"{a.get('ActorClassName')}({a_id[:8]}, {a.get('State')})"
+              for a_id, a in state.actor_table(None).items()
+              if a.get("JobID") == job and a.get("State") != "DEAD" and not a.get("IsDetached")]
+    groups = []
+    for raw in state._connect_and_get_accessor().get_placement_group_table():
+        pg = gcs_pb2.PlacementGroupTableData.FromString(raw)
+        if pg.creator_job_id.hex() == job and pg.state != gcs_pb2.PlacementGroupTableData.REMOVED:
+            groups.append(pg.placement_group_id.hex())
+    return actors, groups
+
+
+def _release_job(timeout_s: float = 30.0) -> None:
+    """Remove this driver's placement groups that are still there (which ends the actors
+    placed in them), then wait until the cluster shows none of its actors alive: the fit's
+    task was cancelled (or returned), and the actors it owned go with it. An actor is never
+    looked up by id: Ray 2.60 aborts the process for an actor handle it does not hold."""
+    from ray._raylet import PlacementGroupID
+    from ray.util.placement_group import PlacementGroup, remove_placement_group
+
+    deadline = time.monotonic() + timeout_s
+    _, groups = job_leftovers()
+    for pg_id in groups:
+        with contextlib.suppress(Exception):
+            remove_placement_group(PlacementGroup(PlacementGroupID.from_hex(pg_id)))
+    while True:
+        actors, groups = job_leftovers()
+        if not actors and not groups:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"--ray-address: this suite's job still has actors {actors} "
+                               f"and placement groups {groups} after {timeout_s:.0f} s")
+        time.sleep(0.2)

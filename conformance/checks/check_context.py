@@ -15,7 +15,9 @@ from conformance.scenarios import TrainerFactory, basic_run, new_script, run, wo
 
 def needs(impl, capability: str) -> None:
     if capability not in impl.capabilities:
-        raise Unsupported(f"adapter {impl.name!r} lacks the capability {capability!r}")
+        why = getattr(impl, "capabilities_note", "")
+        raise Unsupported(f"adapter {impl.name!r} lacks the capability {capability!r}"
+                          + (f": {why}" if why else ""))
 
 
 @clause("context.ranks")

@@ -27,6 +27,7 @@ import sys
 import time
 
 from conformance import adapters
+from conformance.adapters.ray_adapter import RAY_ADDRESS_ENV
 from conformance.adapters.reference_adapter import SIM_PROVIDER_ENV, check_sim_provider
 from conformance.matrix.cells import JOBS, Job, job_of_file, run_cell
 from conformance.matrix.faults import FAULTS
@@ -64,6 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--job", action="append", default=[], metavar="PATH.py",
                    help="a job file: your train_func(config) (repeatable, or comma-separated)")
     p.add_argument("--slice", choices=sorted(SLICES), help="a named bounded slice")
+    p.add_argument("--ray-address", metavar="ADDR",
+                   help="Ray's cells run against this running Ray cluster (its node-fault "
+                        "cells are unsupported there) (default: $TRAINSPEC_RAY_ADDRESS, else "
+                        "a local Ray session)")
     p.add_argument("--sim-provider", choices=["process", "netns", "docker"],
                    help="where the reference's simcluster nodes run: processes, network "
                         "namespaces or Docker containers (default: $TRAINSPEC_SIM_PROVIDER "
@@ -162,9 +167,10 @@ def run_matrix(impls, faults, jobs: list[Job], progress=None) -> tuple[list[Cell
                                               str(exc)))
                     progress.done(_label(name, fault, job.name), _outcome(results[-1]))
             continue
-        provider = getattr(impl, "provider", None)
-        versions[impl.name] = impl.version() + (f", simcluster nodes: {provider}"
-                                                if provider else "")
+        provider, address = getattr(impl, "provider", None), getattr(impl, "address", None)
+        versions[impl.name] = impl.version() + (
+            f", simcluster nodes: {provider}" if provider else "") + (
+            f", Ray cluster at {address}" if address else "")
         try:
             for fault in faults:
                 for job in jobs:
@@ -184,6 +190,8 @@ def main(argv=None) -> int:
         impls, faults, jobs = selection(args)
         if args.sim_provider:
             os.environ[SIM_PROVIDER_ENV] = check_sim_provider(args.sim_provider)
+        if args.ray_address:
+            os.environ[RAY_ADDRESS_ENV] = args.ray_address
     except ValueError as exc:
         parser.error(str(exc))
     start = time.monotonic()

@@ -61,3 +61,16 @@ def test_the_adapter_takes_the_provider_from_the_option_or_the_environment(monke
     adapter = ReferenceAdapter()
     assert adapter.provider == "docker" and adapter.describe().endswith("sim-provider=docker")
     assert ReferenceAdapter(provider="netns").provider == "netns"
+
+
+@pytest.mark.slow
+def test_accelerator_checks_say_in_the_report_that_their_gpus_were_simulated(tmp_path):
+    import json
+
+    result = run("run", "--impl", "reference", "--out", str(tmp_path), "--progress", "off",
+                 "--", "-k", "check_each_gpu_worker_sees_its_own_gpus")
+    assert result.returncode == 0, result.stdout + result.stderr
+    rep = json.loads((tmp_path / "reference.json").read_text())
+    assert rep["clauses"]["accelerator.gpu-ids"]["status"] == "pass"
+    assert rep["clauses"]["accelerator.gpu-ids"]["hardware"] == "simulated"
+    assert "hardware: simulated" in (tmp_path / "reference.md").read_text()

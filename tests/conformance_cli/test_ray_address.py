@@ -1,0 +1,134 @@
+"""`--impl ray --ray-address ADDR`: the suite against a Ray cluster somebody else runs. A real
+head is started here with `ray start --head --num-cpus 4` (its own HOME, so its token is its
+own) and stopped at the end; the suite joins it, runs, and leaves it running with nothing of
+its own behind. The commands run for real, in child processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from conformance_cli_run import run
+
+ray = pytest.importorskip("ray")
+
+RAY_BIN = os.path.join(os.path.dirname(sys.executable), "ray")
+#: a check that passes, one whose fit fails on purpose (the adapter must clean up after it
+#: without a fresh session), and one that needs a cluster the suite would build (skips)
+RAY_SERVICES = {"_AutoscalingCoordinatorActor"}
+SUBSET = ("check_result_fields or check_worker_failures_keyed_by_rank or "
+          "check_elastic_grows_onto_new_node")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def head(tmp_path_factory):
+    """A running Ray head (token authentication on, as Ray 2.60 sets it up by default) and
+    the environment a driver on this machine needs to join it."""
+    home = tmp_path_factory.mktemp("ray-home")
+    port = _free_port()
+    env = {**os.environ, "HOME": str(home), "RAY_USAGE_STATS_ENABLED": "0",
+           "RAY_AUTH_MODE": "token"}
+    env.pop("RAY_ADDRESS", None)
+    subprocess.run([RAY_BIN, "get-auth-token", "--generate"], env=env, check=True,
+                   capture_output=True, timeout=60)
+    started = subprocess.run(
+        [RAY_BIN, "start", "--head", "--num-cpus", "4", "--port", str(port),
+         "--include-dashboard=false", "--disable-usage-stats"],
+        env=env, capture_output=True, text=True, timeout=120)
+    assert started.returncode == 0, started.stdout + started.stderr
+    try:
+        yield f"127.0.0.1:{port}", env
+    finally:
+        subprocess.run([RAY_BIN, "stop", "--force"], env=env, capture_output=True, timeout=60)
+
+
+_SURVEY = textwrap.dedent("""
+    import json, sys, ray
+    from ray._private.state import state
+    from ray.core.generated import gcs_pb2
+    ray.init(address=sys.argv[1], log_to_driver=False, logging_level="ERROR")
+    me = ray.get_runtime_context().get_job_id()
+    alive = [a for a in state.actor_table(None).values() if a["State"] != "DEAD"]
+    actors = [a["ActorClassName"] for a in alive if not a["IsDetached"]]
+    services = sorted(a["ActorClassName"] for a in alive if a["IsDetached"])
+    groups = [gcs_pb2.PlacementGroupTableData.FromString(raw)
+              for raw in state._connect_and_get_accessor().get_placement_group_table()]
+    print(json.dumps({
+        "cpus": ray.cluster_resources().get("CPU"),
+        "jobs": len([j for j in state.job_table() if j["JobID"] != me]),
+        "actors": actors, "services": services,
+        "groups": [g.placement_group_id.hex() for g in groups
+                   if g.state != gcs_pb2.PlacementGroupTableData.REMOVED]}))
+""")
+
+
+def _survey(address: str, env: dict) -> dict:
+    out = subprocess.run([sys.executable, "-c", _SURVEY, address], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_the_suite_runs_on_a_running_cluster_and_leaves_it_running_and_clean(head, tmp_path):
+    address, env = head
+    result = run("run", "--impl", "ray", "--ray-address", address, "--out", str(tmp_path),
+                 "--progress", "off", "--", "-k", SUBSET, "-rs", env=env)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "2 passed, 1 skipped" in output, output
+    assert "the suite does not own this cluster" in output, output  # the skip's reason
+    report = json.loads((tmp_path / "ray.json").read_text())
+    assert f"cluster at {address}" in report["adapter"]
+    after = _survey(address, env)
+    assert after["cpus"] == 4.0  # still up: the suite never stopped it
+    assert after["jobs"] >= 1    # the suite's driver was there
+    assert after["actors"] == [] and after["groups"] == [], after
+    # what may stay: Ray's own detached, cluster-wide services, started by a job's first use
+    # of Ray Data and shared by later jobs (the suite starts no detached actor itself)
+    assert set(after["services"]) <= RAY_SERVICES, after
+
+
+@pytest.mark.slow
+def test_without_the_clusters_token_the_suite_stops_at_once_saying_how_to_pass_it(head,
+                                                                                  tmp_path):
+    address, env = head
+    stranger = {**env, "HOME": str(tmp_path)}  # no ~/.ray/auth_token there
+    for name in ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+        stranger.pop(name, None)
+    result = run("run", "--impl", "ray", "--ray-address", address, "--out", str(tmp_path),
+                 "--progress", "off", "--", "-k", "check_result_fields", env=stranger)
+    output = result.stdout + result.stderr
+    assert result.returncode == 4, output  # a usage error, not 1 failure per check
+    assert f"--ray-address '{address}': cannot connect" in output, output
+    assert "RAY_AUTH_TOKEN" in output and "passed" not in output, output
+
+
+def test_nobody_at_the_address_is_one_clear_usage_error(tmp_path):
+    address = f"127.0.0.1:{_free_port()}"
+    result = run("run", "--impl", "ray", "--ray-address", address, "--out", str(tmp_path),
+                 "--progress", "off", "--", "-k", "check_result_fields",
+                 env={"RAY_AUTH_MODE": "disabled"})
+    output = result.stdout + result.stderr
+    assert result.returncode == 4, output
+    assert f"--ray-address '{address}': cannot connect" in output, output
+    assert output.count("cannot connect") == 1 and "Traceback" not in output, output
+
+
+def test_the_option_is_refused_for_another_implementation():
+    result = run("run", "--impl", "reference", "--ray-address", "127.0.0.1:6379")
+    assert result.returncode == 2
+    assert "--ray-address '127.0.0.1:6379': only --impl ray runs on a Ray cluster" in \
+        result.stderr
+
