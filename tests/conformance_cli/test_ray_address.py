@@ -5,12 +5,17 @@ its own behind. The commands run for real, in child processes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
+import time
 
 import pytest
 from conformance_cli_run import run
@@ -31,26 +36,69 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def head(tmp_path_factory):
+def _processes_of(marker: str) -> list[int]:
+    """Pids of processes whose command line mentions `marker` (the head's own temp dir)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if marker.encode() in f.read():
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+@contextlib.contextmanager
+def _ray_head(home):
     """A running Ray head (token authentication on, as Ray 2.60 sets it up by default) and
-    the environment a driver on this machine needs to join it."""
-    home = tmp_path_factory.mktemp("ray-home")
+    the environment a driver on this machine needs to join it. It runs in the foreground
+    (`--block`) in a process group of its own, with its own temp dir, and only that is
+    stopped at the end: `ray stop` would stop every Ray on the machine."""
+    temp = tempfile.mkdtemp(prefix="rh-", dir="/tmp")  # Ray's socket paths must be short
     port = _free_port()
     env = {**os.environ, "HOME": str(home), "RAY_USAGE_STATS_ENABLED": "0",
            "RAY_AUTH_MODE": "token"}
     env.pop("RAY_ADDRESS", None)
     subprocess.run([RAY_BIN, "get-auth-token", "--generate"], env=env, check=True,
                    capture_output=True, timeout=60)
-    started = subprocess.run(
-        [RAY_BIN, "start", "--head", "--num-cpus", "4", "--port", str(port),
-         "--include-dashboard=false", "--disable-usage-stats"],
-        env=env, capture_output=True, text=True, timeout=120)
-    assert started.returncode == 0, started.stdout + started.stderr
+    proc = subprocess.Popen(
+        [RAY_BIN, "start", "--head", "--block", "--num-cpus", "4", "--port", str(port),
+         "--temp-dir", temp, "--include-dashboard=false", "--disable-usage-stats"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        yield f"127.0.0.1:{port}", env
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, "no Ray head"
+                time.sleep(0.5)
+        yield f"127.0.0.1:{port}", env, temp
     finally:
-        subprocess.run([RAY_BIN, "stop", "--force"], env=env, capture_output=True, timeout=60)
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        for pid in _processes_of(temp):  # what left the group (Ray daemonizes some parts)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def head(tmp_path_factory):
+    with _ray_head(tmp_path_factory.mktemp("ray-home")) as (address, env, _):
+        yield address, env
+
+
+@pytest.mark.slow
+def test_the_test_head_stops_alone_and_leaves_no_process(tmp_path):
+    with _ray_head(tmp_path) as (address, env, temp):
+        assert _processes_of(temp)  # its GCS, raylet, ... name their session under temp
+    assert _processes_of(temp) == []
 
 
 _SURVEY = textwrap.dedent("""
@@ -131,4 +179,5 @@ def test_the_option_is_refused_for_another_implementation():
     assert result.returncode == 2
     assert "--ray-address '127.0.0.1:6379': only --impl ray runs on a Ray cluster" in \
         result.stderr
+
 
