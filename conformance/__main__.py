@@ -54,19 +54,10 @@ def _run(args) -> int:
         adapters.resolve(args.impl)
     except adapters.LOAD_ERRORS as exc:
         return _error("run", str(exc))
-    if args.ray_address and args.impl != "ray":
-        return _error("run", f"--ray-address {args.ray_address!r}: only --impl ray runs on a "
-                             f"Ray cluster (this run: --impl {args.impl})")
-    if args.sim_provider:
-        from conformance.adapters.reference_adapter import check_sim_provider
-
-        if args.impl != "reference":
-            return _error("run", f"--sim-provider {args.sim_provider!r}: only --impl reference "
-                                 f"runs on simcluster (this run: --impl {args.impl})")
-        try:
-            check_sim_provider(args.sim_provider)
-        except ValueError as exc:
-            return _error("run", str(exc))
+    try:
+        adapters.check_cluster_options(args.impl, args.sim_provider, args.ray_address)
+    except ValueError as exc:
+        return _error("run", str(exc))
     checks = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checks")
     # A fresh interpreter, so pytest can rewrite the asserts of the (not yet imported) suite.
     cmd = [sys.executable, "-m", "pytest", checks, "--impl", args.impl,

@@ -85,24 +85,19 @@ def pytest_configure(config):
         except adapters.LOAD_ERRORS as exc:
             raise pytest.UsageError(str(exc)) from None
     address = config.getoption("--ray-address")
-    if address and _checks_requested(config):
-        from conformance.adapters.ray_adapter import RAY_ADDRESS_ENV
-
-        if _impl_name(config) != "ray":
-            raise pytest.UsageError(f"--ray-address {address!r}: only --impl ray runs on a "
-                                    f"Ray cluster (this run: --impl {_impl_name(config)})")
-        os.environ[RAY_ADDRESS_ENV] = address
     provider = config.getoption("--sim-provider")
-    if provider and _checks_requested(config):
-        from conformance.adapters.reference_adapter import SIM_PROVIDER_ENV, check_sim_provider
+    if (address or provider) and _checks_requested(config):
+        from conformance import adapters
+        from conformance.adapters.ray_adapter import RAY_ADDRESS_ENV
+        from conformance.adapters.reference_adapter import SIM_PROVIDER_ENV
 
-        if _impl_name(config) != "reference":
-            raise pytest.UsageError(f"--sim-provider {provider!r}: only --impl reference runs "
-                                    f"on simcluster (this run: --impl {_impl_name(config)})")
         try:
-            os.environ[SIM_PROVIDER_ENV] = check_sim_provider(provider)
+            adapters.check_cluster_options(_impl_name(config), provider, address)
         except ValueError as exc:
             raise pytest.UsageError(str(exc)) from None
+        for name, value in ((RAY_ADDRESS_ENV, address), (SIM_PROVIDER_ENV, provider)):
+            if value:
+                os.environ[name] = value
 
 
 def _checks_requested(config) -> bool:

@@ -97,5 +97,23 @@ def load(spec: str) -> Adapter:
     return adapter
 
 
-__all__ = ["Adapter", "ClusterHandle", "NodeSpec", "Outcome", "Unsupported", "load", "resolve",
+def check_cluster_options(impl: str, sim_provider: str | None = None,
+                          ray_address: str | None = None) -> None:
+    """ValueError (naming the option, what it applies to and why) for `--sim-provider` or
+    `--ray-address` given with the wrong `--impl`, or a provider that cannot run here; the
+    same check for `python -m conformance run` and `pytest conformance/`."""
+    if ray_address and impl != "ray":
+        raise ValueError(f"--ray-address {ray_address!r}: only --impl ray runs on a Ray "
+                         f"cluster (this run: --impl {impl})")
+    if sim_provider:
+        from conformance.adapters.reference_adapter import check_sim_provider
+
+        if impl != "reference":
+            raise ValueError(f"--sim-provider {sim_provider!r}: only --impl reference runs on "
+                             f"simcluster (this run: --impl {impl})")
+        check_sim_provider(sim_provider)
+
+
+__all__ = [
+    "check_cluster_options","Adapter", "ClusterHandle", "NodeSpec", "Outcome", "Unsupported", "load", "resolve",
            "ImplementationError", "LOAD_ERRORS", "BUILTIN", "REQUIRES"]
