@@ -9,6 +9,9 @@ makes it exit 1.
 
 - torch: a one-worker TorchTrainer with use_gpu=True sees cuda:0 through get_device(),
   runs a matmul there, and its batches from iter_torch_batches(device="auto") land on it;
+- torch_fractional: a two-worker TorchTrainer with resources_per_worker={"GPU": 0.5} puts
+  both workers on the one GPU (cuda:0), each computes there, and a gloo all_reduce of
+  their results joins them (NCCL refuses two ranks on one device);
 - deepspeed: Ray's DeepSpeed guide with a one-worker TorchTrainer (use_gpu=True): the
   training function's `deepspeed.initialize` (ZeRO stage 2, bf16, a torch Adam) joins the
   nccl group, trains on cuda:0, and `save_checkpoint` writes a folder that `load_checkpoint`
@@ -46,6 +49,24 @@ v = r.return_value
 assert v["device"] == "cuda:0" and v["batch"] == "cuda:0" and v["sum"] == 256.0 ** 3, v
 print(json.dumps(v))
 """
+
+TORCH_FRACTIONAL = """
+import torch, torch.distributed as dist, reference.train as train
+from reference.train.torch import TorchConfig, TorchTrainer, get_device
+def fn():
+    device = get_device()
+    x = torch.full((64, 64), float(train.get_context().get_world_rank() + 1), device=device)
+    total = (x @ x).sum().cpu()
+    dist.all_reduce(total)
+    return {"device": str(device), "total": float(total), "backend": dist.get_backend()}
+scaling = train.ScalingConfig(num_workers=2, use_gpu=True, resources_per_worker={"GPU": 0.5})
+r = TorchTrainer(fn, scaling_config=scaling, torch_config=TorchConfig(backend="gloo"),
+                 run_config=train.RunConfig(storage_path=sys.argv[1])).fit()
+v = r.return_value
+assert v["device"] == "cuda:0" and v["total"] == 64.0 ** 3 * (1 + 4), v
+print(json.dumps(v))
+"""
+
 
 DEEPSPEED = """
 import tempfile, torch, deepspeed, reference.train as train
@@ -140,7 +161,8 @@ CUDA_THEN = ("import importlib.util, torch\n"
 
 
 def _skip_reason(name: str) -> str | None:
-    probe = {"torch": "import torch; raise SystemExit(0 if torch.cuda.is_available() else 3)",
+    cuda = "import torch; raise SystemExit(0 if torch.cuda.is_available() else 3)"
+    probe = {"torch": cuda, "torch_fractional": cuda,
              "deepspeed": CUDA_THEN.format(("deepspeed",)),
              "lightning_deepspeed": CUDA_THEN.format(("deepspeed", "lightning")),
              "jax": "import importlib.metadata as m; raise SystemExit(0 if any("
@@ -180,7 +202,7 @@ def main() -> int:
                                                       "gpu_check.json"))
     parser.add_argument("--timeout", type=float, default=240.0)
     args = parser.parse_args()
-    checks = {"torch": TORCH, "deepspeed": DEEPSPEED, "lightning_deepspeed": LIGHTNING_DEEPSPEED,
+    checks = {"torch": TORCH, "torch_fractional": TORCH_FRACTIONAL, "deepspeed": DEEPSPEED, "lightning_deepspeed": LIGHTNING_DEEPSPEED,
               "jax": JAX}
     results = [run_check(name, body, args.timeout) for name, body in checks.items()]
     for r in results:

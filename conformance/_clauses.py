@@ -451,6 +451,50 @@ ALL = [
       "python/ray/_private/accelerators/amd_gpu.py",
       "DataParallelTrainer(fn, scaling_config=ScalingConfig(num_workers=2, use_gpu=True)) "
       "on a ROCm node"),
+    C("accelerator.torch-devices", "MUST", "get_device() is the worker's GPU by position",
+      "In a TorchTrainer GPU worker get_devices() lists, for each GPU id the worker holds, "
+      "cuda:<the id's position in CUDA_VISIBLE_DEVICES>, and get_device() is the first: two "
+      "workers sharing '0,1' compute on cuda:0 and cuda:1, a worker of GPU: 2 on "
+      "[cuda:0, cuda:1], two workers of GPU: 0.5 both on cuda:0. Where the GPUs are declared "
+      "but torch reaches no CUDA device, an implementation may instead give every worker "
+      "[cpu] (the reference does, so GPU code runs on simulated nodes; Ray names the cuda "
+      "devices regardless).",
+      "python/ray/air/_internal/device_manager/nvidia_gpu.py",
+      "TorchTrainer(fn, scaling_config=ScalingConfig(num_workers=2, use_gpu=True)); "
+      "get_devices()"),
+    C("accelerator.prepare-on-device", "MUST", "prepare_model and prepare_data_loader use the "
+      "worker's device",
+      "In a GPU worker prepare_model(model) returns the model with its parameters on "
+      "get_device() (cuda:0 for a worker of one real GPU) and the loader of "
+      "prepare_data_loader yields batches on that device. On declared GPUs that torch cannot "
+      "reach, where get_device() still names cuda, the check is skipped: nothing can be "
+      "moved there.",
+      "python/ray/train/v2/torch/train_loop_utils.py",
+      "TorchTrainer(fn, scaling_config=ScalingConfig(num_workers=1, use_gpu=True)); "
+      "prepare_model(nn.Linear(4, 2)); prepare_data_loader(DataLoader(...))"),
+    C("accelerator.nccl", "MUST", "TorchTrainer's GPU workers join an NCCL process group",
+      "With use_gpu=True and TorchConfig's default backend, the workers' torch.distributed "
+      "group is NCCL, and a collective on tensors on get_device() completes. Checked only "
+      "where the GPUs are real (NCCL needs CUDA devices); skipped, saying so, on declared "
+      "ones.",
+      "python/ray/train/torch/config.py",
+      "TorchTrainer(fn, scaling_config=ScalingConfig(num_workers=1, use_gpu=True)); "
+      "dist.get_backend()"),
+    C("accelerator.type", "MUST", "accelerator_type places workers on nodes of that type",
+      "ScalingConfig(accelerator_type='X') adds the resource 'accelerator_type:X' (0.001 per "
+      "worker) to each worker's bundle, so the workers run only on nodes that publish it: "
+      "on a node of A100 GPUs and one of T4 GPUs, fits asking for A100 run on the first "
+      "and a fit asking for T4 on the second.",
+      "python/ray/air/config.py",
+      "ScalingConfig(num_workers=2, use_gpu=True, accelerator_type='A100')"),
+    C("accelerator.tpu-chips", "MUST", "A TPU worker sees the chips it holds",
+      "With use_tpu=True a worker holding one chip of a 4-chip TPU host sees that chip's id "
+      "in TPU_VISIBLE_CHIPS with TPU_CHIPS_PER_HOST_BOUNDS '1,1,1'; one holding two "
+      "(resources_per_worker={'TPU': 2}) sees two ids with '1,2,1'; TPU_HOST_BOUNDS is "
+      "'1,1,1' (one host) for both. The chips are declared (simulated) here; the rule is "
+      "the same on a TPU VM.",
+      "python/ray/_private/accelerators/tpu.py",
+      "ScalingConfig(num_workers=1, use_tpu=True, resources_per_worker={'TPU': 2})"),
     # ---------------------------------------------------------------- lightning
     C("lightning.names", "MUST", "ray.train.lightning names; the legacy trainer is gone",
       "ray.train.lightning exports exactly prepare_trainer, RayDDPStrategy, RayFSDPStrategy, "

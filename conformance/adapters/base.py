@@ -35,6 +35,8 @@ class NodeSpec:
     resources: dict = dataclasses.field(default_factory=dict)
     #: the GPUs' kind: None or "CUDA" (NVIDIA), "ROCm" (AMD)
     accelerator: str | None = None
+    #: TPU chips (the "TPU" resource) on one host
+    tpus: int = 0
 
 
 @dataclasses.dataclass
@@ -171,6 +173,14 @@ class Adapter(abc.ABC):
     def cluster(self, nodes: list[NodeSpec]) -> ClusterHandle:
         """Replace the default cluster with one of the given nodes (a context manager)."""
         raise Unsupported(f"adapter {self.name!r} has no multi-node cluster")
+
+    def accelerator_cluster(self, nodes: list[NodeSpec]) -> ClusterHandle:
+        """A cluster with nodes like `nodes` for the accelerator checks (a context manager).
+        By default the one `cluster(nodes)` builds, whose nodes are exactly `nodes`; an
+        adapter joined to a cluster it does not own may instead yield that cluster as it
+        is, when it already has such nodes, with a handle whose `existing` is True (its
+        nodes have at least what was asked; their GPU ids need not start at 0)."""
+        return self.cluster(nodes)
 
     def tpu_slices(self, slices: list[tuple[str, str, str]]) -> ClusterHandle:
         """Replace the default cluster with TPU slices, each (name, accelerator_type,

@@ -118,7 +118,7 @@ class _RayCluster(ClusterHandle):
         node = self._cluster.add_node(
             num_cpus=spec.cpus,
             num_gpus=spec.gpus,
-            resources=dict(spec.resources),
+            resources={**spec.resources, **({"TPU": spec.tpus} if spec.tpus else {})},
             node_ip_address=f"127.0.0.{self._next_ip}",
         )
         self._next_ip += 1
@@ -267,9 +267,56 @@ class RayAdapter(Adapter):
             self._cluster = None
             self._init("local")
 
+    @contextlib.contextmanager
+    def accelerator_cluster(self, nodes: list[NodeSpec]):
+        if not self.address:
+            with self.cluster(nodes) as handle:
+                yield handle
+            return
+        yield _ExistingNodes(self.address, _matching_nodes(self.address, nodes))
+
     @staticmethod
     def node_id_function():
         return _node_id
+
+
+class _ExistingNodes(ClusterHandle):
+    """The nodes of a cluster the suite joined that are like the ones a check asked for; it
+    changes none of them."""
+
+    existing = True
+
+    def __init__(self, address: str, nodes: list[dict]):
+        self._address, self.nodes = address, nodes
+
+    def add_node(self, spec: NodeSpec):
+        raise Unsupported(f"--ray-address {self._address}: the suite adds no nodes there")
+
+    def remove_node(self, node) -> None:
+        raise Unsupported(f"--ray-address {self._address}: the suite removes no nodes there")
+
+
+def _matching_nodes(address: str, wanted: list[NodeSpec]) -> list[dict]:
+    """One distinct alive node of the joined cluster per spec, with at least its GPUs, TPU
+    chips and custom resources; Unsupported, saying what is missing, where there is none."""
+    import ray
+
+    if any(spec.accelerator not in (None, "CUDA") for spec in wanted):
+        raise Unsupported(f"--ray-address {address}: the suite cannot tell which of the "
+                          "cluster's GPUs are AMD (Ray counts every kind as GPU)")
+    alive = [n for n in ray.nodes() if n.get("Alive")]
+    chosen: list[dict] = []
+    for spec in wanted:
+        need = {**spec.resources, "GPU": spec.gpus, "TPU": spec.tpus}
+        need = {k: v for k, v in need.items() if v}
+        fits = [n for n in alive if n not in chosen
+                and all(n.get("Resources", {}).get(k, 0) >= v for k, v in need.items())]
+        if not fits:
+            raise Unsupported(f"--ray-address {address}: no node of the cluster has "
+                              f"{', '.join(f'{v:g} {k}' for k, v in need.items())} for this "
+                              "check (it uses the cluster's nodes as they are)")
+        chosen.append(fits[0])
+    return chosen
 
 
 class ExternalClusterError(SetupError):

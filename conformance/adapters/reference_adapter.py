@@ -145,7 +145,8 @@ class ReferenceAdapter(Adapter):
 
 
 def _node_spec(simcluster, n: NodeSpec):
-    return simcluster.NodeSpec(cpus=n.cpus, gpus=n.gpus, resources=dict(n.resources),
+    return simcluster.NodeSpec(cpus=n.cpus, gpus=n.gpus, tpus=n.tpus,
+                               resources=dict(n.resources),
                                accelerator=n.accelerator if n.gpus else None)
 
 

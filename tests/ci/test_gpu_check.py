@@ -14,9 +14,10 @@ def test_without_gpus_the_checks_skip_with_reasons(tmp_path):
                            str(out)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     report = {r["check"]: r for r in json.loads(out.read_text())}
-    assert sorted(report) == ["deepspeed", "jax", "lightning_deepspeed", "torch"]
+    assert sorted(report) == ["deepspeed", "jax", "lightning_deepspeed", "torch",
+                              "torch_fractional"]
     torch = __import__("pytest").importorskip("torch")
     if not torch.cuda.is_available():
-        for name in ("torch", "deepspeed", "lightning_deepspeed"):
+        for name in ("torch", "torch_fractional", "deepspeed", "lightning_deepspeed"):
             assert report[name] == {"check": name, "status": "skipped",
                                     "reason": "no CUDA device visible to torch"}

@@ -8,7 +8,7 @@ import ast
 from pathlib import Path
 
 CHECKS = Path(__file__).resolve().parents[2] / "conformance" / "checks"
-CLUSTER_METHODS = {"cluster", "tpu_slices"}
+CLUSTER_METHODS = {"cluster", "tpu_slices", "accelerator_cluster"}
 
 
 def _marked(fn: ast.FunctionDef) -> bool:

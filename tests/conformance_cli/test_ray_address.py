@@ -50,7 +50,7 @@ def _processes_of(marker: str) -> list[int]:
 
 
 @contextlib.contextmanager
-def _ray_head(home):
+def _ray_head(home, extra=()):
     """A running Ray head (token authentication on, as Ray 2.60 sets it up by default) and
     the environment a driver on this machine needs to join it. It runs in the foreground
     (`--block`) in a process group of its own, with its own temp dir, and only that is
@@ -63,7 +63,7 @@ def _ray_head(home):
     subprocess.run([RAY_BIN, "get-auth-token", "--generate"], env=env, check=True,
                    capture_output=True, timeout=60)
     proc = subprocess.Popen(
-        [RAY_BIN, "start", "--head", "--block", "--num-cpus", "4", "--port", str(port),
+        [RAY_BIN, "start", "--head", "--block", "--num-cpus", "4", *extra, "--port", str(port),
          "--temp-dir", temp, "--include-dashboard=false", "--disable-usage-stats"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
@@ -90,7 +90,9 @@ def _ray_head(home):
 
 @pytest.fixture(scope="module")
 def head(tmp_path_factory):
-    with _ray_head(tmp_path_factory.mktemp("ray-home")) as (address, env, _):
+    # two declared GPUs, for the accelerator checks that use the cluster's own nodes
+    with _ray_head(tmp_path_factory.mktemp("ray-home"), ("--num-gpus", "2")) as (address, env,
+                                                                               _):
         yield address, env
 
 
@@ -146,6 +148,31 @@ def test_the_suite_runs_on_a_running_cluster_and_leaves_it_running_and_clean(hea
     # what may stay: Ray's own detached, cluster-wide services, started by a job's first use
     # of Ray Data and shared by later jobs (the suite starts no detached actor itself)
     assert set(after["services"]) <= RAY_SERVICES, after
+
+
+ACCELERATOR_VERDICTS = {
+    # on the head's two GPUs, as they are
+    "accelerator.gpu-ids": "pass", "accelerator.gpu-share": "pass",
+    "accelerator.fractional-gpu": "pass", "accelerator.torch-devices": "pass",
+    # declared GPUs torch cannot reach; nothing AMD, A100/T4 or TPU on the cluster
+    "accelerator.prepare-on-device": "skip", "accelerator.nccl": "skip",
+    "accelerator.rocm-ids": "skip", "accelerator.type": "skip", "accelerator.tpu-chips": "skip"}
+
+
+@pytest.mark.slow
+def test_the_accelerator_checks_use_the_clusters_own_gpus(head, tmp_path):
+    address, env = head
+    result = run("run", "--impl", "ray", "--ray-address", address, "--out", str(tmp_path),
+                 "--progress", "off", "--", "-k", "check_accelerators", "-rs", env=env)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    clauses = json.loads((tmp_path / "ray.json").read_text())["clauses"]
+    assert {c: clauses[c]["status"] for c in ACCELERATOR_VERDICTS} == ACCELERATOR_VERDICTS, \
+        output
+    assert "no node of the cluster has 1 accelerator_type:A100" in output, output
+    assert "the GPUs are declared, not real" in output, output
+    after = _survey(address, env)
+    assert after["actors"] == [] and after["groups"] == [], after
 
 
 @pytest.mark.slow
