@@ -55,7 +55,8 @@ def _run(args) -> int:
     except adapters.LOAD_ERRORS as exc:
         return _error("run", str(exc))
     try:
-        adapters.check_cluster_options(args.impl, args.sim_provider, args.ray_address)
+        adapters.check_cluster_options(args.impl, args.sim_provider, args.ray_address,
+                                       args.allow_node_faults)
     except ValueError as exc:
         return _error("run", str(exc))
     checks = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checks")
@@ -67,6 +68,8 @@ def _run(args) -> int:
         cmd += ["--sim-provider", args.sim_provider]
     if args.ray_address:
         cmd += ["--ray-address", args.ray_address]
+    if args.allow_node_faults:
+        cmd += ["--allow-node-faults"]
     if args.progress != "off":
         # progress on stderr; pytest's own per-check letters are blanked by the plugin and
         # its percentage column is dropped, so nothing else writes while a check runs
@@ -182,6 +185,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "or ray://HOST:10001) instead of a local Ray session; the suite "
                         "never stops it and removes what it created (default: "
                         "$TRAINSPEC_RAY_ADDRESS when set, else a local session)")
+    p.add_argument("--allow-node-faults", action="store_true",
+                   help="with --ray-address: run the checks that add, remove and kill nodes "
+                        "on nodes the suite adds to that cluster itself (`ray start "
+                        "--address` here), never on the cluster's own (default: off, they "
+                        "skip)")
     p.add_argument("--progress", default="auto", choices=["auto", "live", "plain", "off"],
                    help="progress on stderr: 'live' (a rich display), 'plain' (one line per "
                         "check), 'auto' (live on a terminal, else plain) or 'off'")

@@ -41,6 +41,11 @@ def pytest_addoption(parser):
                     help="--impl ray: run against this running Ray cluster (HOST:PORT or "
                          "ray://HOST:10001) instead of a local session; it is never shut "
                          "down (default: $TRAINSPEC_RAY_ADDRESS, else a local session)")
+    group.addoption("--allow-node-faults", action="store_true", default=False,
+                    help="with --ray-address: run the checks that add, remove and kill nodes "
+                         "on nodes the suite adds to that cluster itself (`ray start "
+                         "--address` on this machine), never on the cluster's own "
+                         "(default: off, they skip; also $TRAINSPEC_ALLOW_NODE_FAULTS=1)")
     group.addoption("--conformance-report", default=None, metavar="DIR",
                     help="write <impl>.json and <impl>.md conformance reports into DIR")
     group.addoption("--expectations", default=None, metavar="FILE",
@@ -86,16 +91,18 @@ def pytest_configure(config):
             raise pytest.UsageError(str(exc)) from None
     address = config.getoption("--ray-address")
     provider = config.getoption("--sim-provider")
-    if (address or provider) and _checks_requested(config):
+    node_faults = config.getoption("--allow-node-faults")
+    if (address or provider or node_faults) and _checks_requested(config):
         from conformance import adapters
-        from conformance.adapters.ray_adapter import RAY_ADDRESS_ENV
+        from conformance.adapters.ray_adapter import ALLOW_NODE_FAULTS_ENV, RAY_ADDRESS_ENV
         from conformance.adapters.reference_adapter import SIM_PROVIDER_ENV
 
         try:
-            adapters.check_cluster_options(_impl_name(config), provider, address)
+            adapters.check_cluster_options(_impl_name(config), provider, address, node_faults)
         except ValueError as exc:
             raise pytest.UsageError(str(exc)) from None
-        for name, value in ((RAY_ADDRESS_ENV, address), (SIM_PROVIDER_ENV, provider)):
+        for name, value in ((RAY_ADDRESS_ENV, address), (SIM_PROVIDER_ENV, provider),
+                            (ALLOW_NODE_FAULTS_ENV, "1" if node_faults else None)):
             if value:
                 os.environ[name] = value
 

@@ -17,6 +17,7 @@ work. Both raise, with a message that names `--impl`, the value, what is allowed
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Callable
 
 from conformance.adapters.base import Adapter, ClusterHandle, NodeSpec, Outcome, Unsupported
@@ -98,10 +99,18 @@ def load(spec: str) -> Adapter:
 
 
 def check_cluster_options(impl: str, sim_provider: str | None = None,
-                          ray_address: str | None = None) -> None:
+                          ray_address: str | None = None,
+                          allow_node_faults: bool = False) -> None:
     """ValueError (naming the option, what it applies to and why) for `--sim-provider` or
-    `--ray-address` given with the wrong `--impl`, or a provider that cannot run here; the
-    same check for `python -m conformance run` and `pytest conformance/`."""
+    `--ray-address` given with the wrong `--impl`, `--allow-node-faults` without
+    `--ray-address`, or a provider that cannot run here; the same check for
+    `python -m conformance run`, `pytest conformance/` and the fault matrix."""
+    from conformance.adapters.ray_adapter import RAY_ADDRESS_ENV
+
+    if allow_node_faults and not (ray_address or os.environ.get(RAY_ADDRESS_ENV)):
+        raise ValueError("--allow-node-faults applies to a cluster the suite joins: give "
+                         "--ray-address ADDR too (on a local session or simcluster the "
+                         "suite owns every node and always may fault them)")
     if ray_address and impl != "ray":
         raise ValueError(f"--ray-address {ray_address!r}: only --impl ray runs on a Ray "
                          f"cluster (this run: --impl {impl})")

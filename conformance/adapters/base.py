@@ -195,6 +195,18 @@ class Adapter(abc.ABC):
         return None
 
 
+def require(impl, capability: str, hint: str | None = None) -> None:
+    """Unsupported, naming the capability and why it is missing (`hint`, else the adapter's
+    `capabilities_note`: one note for all, or {capability: note}), unless `impl` has it."""
+    if capability in impl.capabilities:
+        return
+    why = hint or getattr(impl, "capabilities_note", "")
+    if isinstance(why, dict):
+        why = why.get(capability, "")
+    raise Unsupported(f"adapter {impl.name!r} lacks the capability {capability!r}"
+                      + (f": {why}" if why else ""))
+
+
 def journal_dir_of(make_trainer: Callable[[], Any]) -> str | None:
     """The probe journal a trainer factory writes to (`scenarios.TrainerFactory`), if any."""
     return getattr(make_trainer, "journal_dir", None)

@@ -138,6 +138,8 @@ class _RayCluster(ClusterHandle):
 
 #: where the suite's `--ray-address` option reaches the adapter (xdist workers, matrix)
 RAY_ADDRESS_ENV = "TRAINSPEC_RAY_ADDRESS"
+#: where `--allow-node-faults` reaches it ("1")
+ALLOW_NODE_FAULTS_ENV = "TRAINSPEC_ALLOW_NODE_FAULTS"
 
 
 class RayAdapter(Adapter):
@@ -147,14 +149,32 @@ class RayAdapter(Adapter):
     fit_examples = 2
     num_cpus = 4
 
-    def __init__(self, address: str | None = None):
+    def __init__(self, address: str | None = None, allow_node_faults: bool | None = None):
         self._cluster = None
+        #: the label value of the nodes this suite added to a joined cluster, while up
+        self._pinned_to: str | None = None
         #: an existing cluster to run against (None: a local session of the suite's own)
         self.address = address or os.environ.get(RAY_ADDRESS_ENV) or None
-        if self.address:
+        if allow_node_faults is None:
+            allow_node_faults = os.environ.get(ALLOW_NODE_FAULTS_ENV, "") == "1"
+        #: on a joined cluster: add nodes of the suite's own there, and remove and kill them
+        self.allow_node_faults = bool(self.address and allow_node_faults)
+        if self.allow_node_faults:
+            self.capabilities = frozenset({"multinode", "add_node", "remove_node", "kill_node"})
+            where = f"--ray-address {self.address} --allow-node-faults"
+            self.capabilities_note = {
+                "elastic": f"{where}: the fits run on the nodes the suite adds through a "
+                           "label selector, and Ray 2.60 sizes an elastic group from every "
+                           "node's resources, the selector not counted (elastic.py "
+                           "_count_possible_workers), so the group waits for a placement "
+                           "the suite's nodes cannot hold",
+                "tpu_slices": f"{where}: the suite declares no TPU slices on a cluster it "
+                              "does not own"}
+        elif self.address:
             self.capabilities = frozenset()
             self.capabilities_note = (f"--ray-address {self.address}: the suite does not own "
-                                      "this cluster, so it adds, removes and kills no nodes")
+                                      "this cluster, so it adds, removes and kills no nodes "
+                                      "(--allow-node-faults: on nodes of its own it adds)")
 
     def describe(self) -> str:
         where = f"cluster at {self.address}" if self.address else "local session"
@@ -232,12 +252,21 @@ class RayAdapter(Adapter):
     def start_fit(self, make_trainer, deadline_s: float) -> FitHandle:
         import ray
 
+        if self._pinned_to:
+            from conformance.adapters.ray_nodes import pin
+
+            make_trainer = pin(make_trainer, self._pinned_to)
         fd, stack_file = tempfile.mkstemp(prefix="trainspec-stacks-", suffix=".txt")
         os.close(fd)
         # On a cluster the suite does not own, the fit's worker process exits after the
         # fit (max_calls=1): the actors it owned (TrainController, DatasetManager, the
         # worker group) end with it, where a reused worker kept them alive.
-        options = {"max_calls": 1} if self.address else {}
+        options = {}
+        if self.address:
+            # and it runs on the driver's node, where a user's `trainer.fit()` runs (the
+            # TrainController follows it there), never on a node the suite may kill
+            options = {"max_calls": 1, "label_selector": {
+                "ray.io/node-id": ray.get_runtime_context().get_node_id()}}
         task = ray.remote(num_cpus=0, max_retries=0, **options)(_run_fit_body)
         ref = task.remote(make_trainer, stack_file, max(1.0, deadline_s - 1.0))
         return _RayFit(self, ref, deadline_s, stack_file, journal_dir_of(make_trainer))
@@ -248,9 +277,12 @@ class RayAdapter(Adapter):
         from ray.cluster_utils import Cluster
 
         if self.address:
-            raise Unsupported(f"--ray-address {self.address}: the suite does not own this "
-                              "cluster, so it builds no clusters there (it adds and removes "
-                              "no nodes); run the multi-node checks on a local session")
+            if not self.allow_node_faults:
+                raise Unsupported(f"--ray-address {self.address}: the suite does not own this "
+                                  "cluster, so it builds no clusters there (it adds and "
+                                  "removes no nodes; --allow-node-faults: nodes of its own)")
+            yield from self._joined_cluster(nodes)
+            return
 
         ray.shutdown()
         self._cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
@@ -266,6 +298,21 @@ class RayAdapter(Adapter):
             self._cluster.shutdown()
             self._cluster = None
             self._init("local")
+
+    def _joined_cluster(self, nodes: list[NodeSpec]):
+        """The body of cluster() on a joined cluster with --allow-node-faults: `nodes` added
+        there as nodes of the suite's own, every fit pinned to them until they are gone."""
+        from conformance.adapters.ray_nodes import JoinedNodes
+
+        handle = JoinedNodes(self.address)
+        try:
+            for spec in nodes:  # one at a time: `ray start`s side by side time out
+                handle.add_node(spec)
+            self._pinned_to = handle.label_value
+            yield handle
+        finally:
+            self._pinned_to = None
+            handle.close()
 
     @contextlib.contextmanager
     def accelerator_cluster(self, nodes: list[NodeSpec]):

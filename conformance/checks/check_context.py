@@ -7,17 +7,14 @@ import os
 import pytest
 
 from conformance import assertions, journal_checks
-from conformance.adapters.base import NodeSpec, Unsupported
+from conformance.adapters.base import NodeSpec, require
 from conformance.catalogue import clause
 from conformance.probe import worker_environment
 from conformance.scenarios import TrainerFactory, basic_run, new_script, run, workspace
 
 
 def needs(impl, capability: str) -> None:
-    if capability not in impl.capabilities:
-        why = getattr(impl, "capabilities_note", "")
-        raise Unsupported(f"adapter {impl.name!r} lacks the capability {capability!r}"
-                          + (f": {why}" if why else ""))
+    require(impl, capability)
 
 
 @clause("context.ranks")

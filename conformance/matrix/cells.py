@@ -29,7 +29,7 @@ import time
 from typing import Any, Callable
 
 from conformance import assertions, journal_checks
-from conformance.adapters.base import Outcome, Unsupported
+from conformance.adapters.base import Outcome, Unsupported, require
 from conformance.matrix.faults import FaultKind
 from conformance.matrix.job_file import JobFile, JobTrainer, resumed_where_restored, trainer_class
 from conformance.matrix.table import CellResult, verdict_of
@@ -192,10 +192,7 @@ def _cluster(impl, fault: FaultKind):
 
 def _needs(impl, fault: FaultKind) -> None:
     for capability in fault.needs:
-        if capability not in impl.capabilities:
-            hint = fault.needs_hint.get(capability)
-            raise Unsupported(f"adapter {impl.name!r} lacks the capability {capability!r}"
-                              + (f": {hint}" if hint else ""))
+        require(impl, capability, fault.needs_hint.get(capability))
 
 
 def _play(cell: Cell) -> None:

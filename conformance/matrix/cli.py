@@ -27,7 +27,7 @@ import sys
 import time
 
 from conformance import adapters
-from conformance.adapters.ray_adapter import RAY_ADDRESS_ENV
+from conformance.adapters.ray_adapter import ALLOW_NODE_FAULTS_ENV, RAY_ADDRESS_ENV
 from conformance.adapters.reference_adapter import SIM_PROVIDER_ENV, check_sim_provider
 from conformance.matrix.cells import JOBS, Job, job_of_file, run_cell
 from conformance.matrix.faults import FAULTS
@@ -67,8 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--slice", choices=sorted(SLICES), help="a named bounded slice")
     p.add_argument("--ray-address", metavar="ADDR",
                    help="Ray's cells run against this running Ray cluster (its node-fault "
-                        "cells are unsupported there) (default: $TRAINSPEC_RAY_ADDRESS, else "
-                        "a local Ray session)")
+                        "cells are unsupported there unless --allow-node-faults) (default: "
+                        "$TRAINSPEC_RAY_ADDRESS, else a local Ray session)")
+    p.add_argument("--allow-node-faults", action="store_true",
+                   help="with --ray-address: the node-fault cells run on nodes the matrix "
+                        "adds to that cluster itself, never on the cluster's own")
     p.add_argument("--sim-provider", choices=["process", "netns", "docker"],
                    help="where the reference's simcluster nodes run: processes, network "
                         "namespaces or Docker containers (default: $TRAINSPEC_SIM_PROVIDER "
@@ -190,8 +193,12 @@ def main(argv=None) -> int:
         impls, faults, jobs = selection(args)
         if args.sim_provider:
             os.environ[SIM_PROVIDER_ENV] = check_sim_provider(args.sim_provider)
+        if args.allow_node_faults:
+            adapters.check_cluster_options("ray", None, args.ray_address, True)
         if args.ray_address:
             os.environ[RAY_ADDRESS_ENV] = args.ray_address
+        if args.allow_node_faults:
+            os.environ[ALLOW_NODE_FAULTS_ENV] = "1"
     except ValueError as exc:
         parser.error(str(exc))
     start = time.monotonic()

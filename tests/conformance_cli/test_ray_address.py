@@ -116,6 +116,7 @@ _SURVEY = textwrap.dedent("""
               for raw in state._connect_and_get_accessor().get_placement_group_table()]
     print(json.dumps({
         "cpus": ray.cluster_resources().get("CPU"),
+        "nodes": len([n for n in ray.nodes() if n["Alive"]]),
         "jobs": len([j for j in state.job_table() if j["JobID"] != me]),
         "actors": actors, "services": services,
         "groups": [g.placement_group_id.hex() for g in groups
@@ -173,6 +174,32 @@ def test_the_accelerator_checks_use_the_clusters_own_gpus(head, tmp_path):
     assert "the GPUs are declared, not real" in output, output
     after = _survey(address, env)
     assert after["actors"] == [] and after["groups"] == [], after
+
+
+@pytest.mark.slow
+def test_with_allow_node_faults_nodes_of_the_suites_own_are_added_faulted_and_gone(head,
+                                                                                 tmp_path):
+    address, env = head
+    result = run("run", "--impl", "ray", "--ray-address", address, "--allow-node-faults",
+                 "--out", str(tmp_path), "--progress", "off", "--", "-k",
+                 "check_ranks_contiguous_per_node or check_elastic_grows_onto_new_node", "-rs",
+                 env=env)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    # 4 workers on the 2 nodes it added (2 CPUs each), none on the head's 4 CPUs
+    assert "1 passed, 1 skipped" in output, output
+    assert "_count_possible_workers" in output, output  # why elastic runs are left out
+    # a node of its own killed under a running fit, through the matrix
+    matrix = run("matrix", "--impl", "ray", "--faults", "node-loss", "--jobs", "noop",
+                 "--ray-address", address, "--allow-node-faults",
+                 "--json", str(tmp_path / "m.json"), env=env)
+    assert matrix.returncode == 0, matrix.stdout + matrix.stderr
+    (cell,) = json.loads((tmp_path / "m.json").read_text())["cells"]
+    assert cell["verdict"] == "pass", cell
+    after = _survey(address, env)
+    assert after["cpus"] == 4.0 and after["nodes"] == 1, after  # the head alone again
+    assert after["actors"] == [] and after["groups"] == [], after
+    assert _processes_of("trainspec.io/nodes") == []  # no `ray start` of its own left
 
 
 @pytest.mark.slow
