@@ -162,7 +162,7 @@ class JoinedNodes(ClusterHandle):
             with contextlib.suppress(subprocess.TimeoutExpired):
                 node.proc.wait(10)
         if node.ip:  # what left the group: Ray's workers of that node carry its address
-            for pid in _processes_mentioning(f"={node.ip}\0"):
+            for pid in processes_mentioning(f"={node.ip}\0"):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
         self.nodes.remove(node)
@@ -175,7 +175,8 @@ def _signal_group(proc: subprocess.Popen, sig: int) -> None:
         os.killpg(proc.pid, sig)
 
 
-def _processes_mentioning(marker: str) -> list[int]:
+def processes_mentioning(marker: str) -> list[int]:
+    """Pids of the processes (this one left out) whose command line holds `marker`."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:

@@ -20,6 +20,8 @@ import time
 import pytest
 from conformance_cli_run import run
 
+from conformance.adapters.ray_nodes import processes_mentioning
+
 ray = pytest.importorskip("ray")
 
 RAY_BIN = os.path.join(os.path.dirname(sys.executable), "ray")
@@ -38,15 +40,7 @@ def _free_port() -> int:
 
 def _processes_of(marker: str) -> list[int]:
     """Pids of processes whose command line mentions `marker` (the head's own temp dir)."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if marker.encode() in f.read():
-                    found.append(int(pid))
-        except OSError:
-            pass
-    return found
+    return processes_mentioning(marker)
 
 
 @contextlib.contextmanager
