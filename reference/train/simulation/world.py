@@ -1,0 +1,334 @@
+"""One deterministic simulated fit: the real controller, checkpoint manager and storage code
+on pyarrow's in-memory file system, a simulated worker group and a virtual clock, with a
+`Scheduler` deciding every choice (which rank acts next, whether and where a fault lands).
+
+The ranks run a model of a training function: for each round k from the restored step on,
+stage this rank's checkpoint file for round k (every round), report round k, wait for the
+acknowledgement; after the last round, return. Rank 0 also stages a `step` file holding k,
+which a restarted group reads from the checkpoint it is given, as a training function reads
+`get_checkpoint()`. Checkpoints are named `checkpoint_<k>` by the ranks (the reports carry
+the name), so no wall-clock time enters a history: same choices, same history.
+
+Faults (each costs one of `Bounds.faults`): a rank's process dies (`crash`, at any point of
+its program: before staging, between staging and reporting, while waiting for the ack);
+its node is lost (`node`, every rank of that node at once, `Bounds.ranks_per_node` to a
+node); the controller's commit of a round's staged files fails (`upload`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+from typing import Any
+
+import pyarrow._fs as pa_fs  # the in-memory file system pyarrow ships (_MockFileSystem)
+
+from reference.train._internal.controller import states as S
+from reference.train._internal.controller.controller import Controller
+from reference.train._internal.controller.policies import FailurePolicy, ScalingPolicy
+from reference.train._internal.controller.run import commit_staged, discard_staged
+from reference.train._internal.storage import fs_utils
+from reference.train._internal.storage.checkpoint_manager import CheckpointManager
+from reference.train._internal.storage.storage_context import StorageContext
+from reference.train._internal.worker_group.api import (
+    Ack,
+    Failed,
+    Finished,
+    GroupSpec,
+    Report,
+    WorkerGroup,
+    WorkerGroupFactory,
+)
+
+ROOT = "/sim"
+RUN = "run"
+#: steps after which a fit that has not ended counts as a livelock
+STEP_LIMIT = 10_000
+
+
+@dataclasses.dataclass(frozen=True)
+class Bounds:
+    workers: int = 2
+    reports: int = 2
+    faults: int = 1
+    max_failures: int = 1
+    ranks_per_node: int = 2
+    #: the kinds of fault the scheduler may choose
+    kinds: tuple = ("crash", "node", "upload")
+    #: offer one rank's progress at a time (explore.py, "Reduction"); False: every rank's
+    reduce: bool = True
+
+
+class Scheduler:
+    """Replays `prefix` (one index per choice point), then takes alternative 0; keeps the
+    trace of (index taken, labels of the alternatives) for the explorer and the replay."""
+
+    def __init__(self, prefix: tuple = ()):
+        self.prefix = tuple(prefix)
+        self.trace: list[tuple[int, tuple]] = []
+
+    def choose(self, options: list[str]) -> int:
+        at = len(self.trace)
+        pick = self.prefix[at] if at < len(self.prefix) else 0
+        if not 0 <= pick < len(options):
+            raise ValueError(f"choice {at}: {pick} is not one of {len(options)} alternatives "
+                             f"{options} (a replay of another bound?)")
+        self.trace.append((pick, tuple(options)))
+        return pick
+
+    @property
+    def choices(self) -> tuple:
+        return tuple(p for p, _ in self.trace)
+
+
+class RandomScheduler(Scheduler):
+    """Beyond its prefix, a seeded random alternative at each choice point."""
+
+    def __init__(self, seed: int, prefix: tuple = ()):
+        import random
+
+        super().__init__(prefix)
+        self._random = random.Random(seed)
+
+    def choose(self, options: list[str]) -> int:
+        if len(self.trace) < len(self.prefix):
+            return super().choose(options)
+        pick = self._random.randrange(len(options))
+        self.trace.append((pick, tuple(options)))
+        return pick
+
+
+class VirtualClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclasses.dataclass
+class Rank:
+    step: int
+    phase: str = "run"  # run -> staged -> waiting -> run ... -> done; or dead
+
+
+class World:
+    """What the simulated fit did, for the invariants: every event in order, the acks
+    each rank received, each attempt's restored checkpoint, the faults spent."""
+
+    def __init__(self, bounds: Bounds, scheduler: Scheduler):
+        self.bounds, self.scheduler = bounds, scheduler
+        self.faults_left = bounds.faults
+        self.history: list[str] = []
+        self.acked: list[tuple[int, int, int, str | None]] = []  # attempt, rank, round, path
+        self.restored: dict[int, str | None] = {}  # attempt -> checkpoint path
+        self.failed_attempts = 0
+        self.upload_failed = False
+        self.committed: list[tuple[int, int, str]] = []  # attempt, round, path
+        self.clock = VirtualClock()
+
+    def log(self, line: str) -> None:
+        self.history.append(line)
+
+    def spend_fault(self) -> bool:
+        return self.faults_left > 0
+
+    def upload_fails(self, attempt: int, index: int) -> bool:
+        """A choice point before the controller commits round `index`: does it fail?"""
+        if "upload" not in self.bounds.kinds or not self.spend_fault():
+            return False
+        if self.scheduler.choose(["upload ok", "upload fails"]) == 0:
+            return False
+        self.faults_left -= 1
+        self.upload_failed = True
+        self.log(f"a{attempt}: the upload of round {index} fails")
+        return True
+
+
+class SimGroup(WorkerGroup):
+    def __init__(self, world: World, spec: GroupSpec, fs, start_step: int):
+        self.world, self.spec, self.fs = world, spec, fs
+        self.world_size = spec.num_workers
+        self.ranks = {r: Rank(start_step) for r in range(spec.num_workers)}
+        self.queued: list = []  # events already decided (a node loss's other ranks)
+        self.down = False
+
+    # -------------------------------------------------------------- the ranks
+    def _progress(self) -> list[int]:
+        return [r for r, s in self.ranks.items() if s.phase in ("run", "staged")]
+
+    def _options(self) -> list[tuple[str, Any]]:
+        """What can happen next. Rank-local progress is offered for the lowest rank that can
+        make it only (see explore.py, "Reduction"); every fault, at every point."""
+        options: list[tuple[str, Any]] = []
+        movable = self._progress()
+        options += [("progress", r) for r in (movable[:1] if self.world.bounds.reduce
+                                              else movable)]
+        if self.world.spend_fault():
+            alive = [r for r, s in self.ranks.items() if s.phase not in ("dead", "done")]
+            if "crash" in self.world.bounds.kinds:
+                options += [("crash", r) for r in alive]
+            if "node" in self.world.bounds.kinds and self.world.bounds.ranks_per_node > 1:
+                per = self.world.bounds.ranks_per_node
+                nodes = sorted({r // per for r in alive})
+                options += [("node", n) for n in nodes
+                            if len([r for r in alive if r // per == n]) > 1]
+        return options
+
+    def next_event(self, timeout: float | None):
+        if self.queued:
+            return self.queued.pop(0)
+        a = self.spec.attempt
+        while True:
+            options = self._options()
+            if not options or timeout == 0:
+                if timeout is None:
+                    raise RuntimeError("livelock: the controller waits forever, no rank can act")
+                self.world.clock.now += timeout  # nothing can happen: time passes
+                return None
+            kind, who = options[self.world.scheduler.choose([f"{k} {w}" for k, w in options])]
+            if kind == "progress":
+                event = self._step_rank(who)
+                if event is not None:
+                    return event
+                continue
+            self.world.faults_left -= 1
+            if kind == "crash":
+                self.ranks[who].phase = "dead"
+                self.world.log(f"a{a}: rank {who} dies")
+                return Failed(who, exit_code=-signal.SIGKILL, signal=signal.SIGKILL)
+            per = self.world.bounds.ranks_per_node
+            lost = [r for r, s in self.ranks.items()
+                    if r // per == who and s.phase not in ("dead", "done")]
+            self.world.log(f"a{a}: node {who} is lost (ranks {lost})")
+            for r in lost:
+                self.ranks[r].phase = "dead"
+            events = [Failed(r, exit_code=-signal.SIGKILL, signal=signal.SIGKILL) for r in lost]
+            self.queued = events[1:]
+            return events[0]
+
+    def _step_rank(self, rank: int):
+        state, a = self.ranks[rank], self.spec.attempt
+        if state.step >= self.world.bounds.reports:
+            state.phase = "done"
+            self.world.log(f"a{a}: rank {rank} returns")
+            return Finished(rank, None)
+        k = state.step
+        if state.phase == "run":
+            folder = f"{self.spec.staging_prefix}-a{a}-{k}"
+            self.fs.create_dir(folder)
+            with self.fs.open_output_stream(f"{folder}/rank_{rank}") as out:
+                out.write(f"{a}:{k}".encode())
+            if rank == 0:
+                with self.fs.open_output_stream(f"{folder}/step") as out:
+                    out.write(str(k).encode())
+            state.phase = "staged"
+            self.world.log(f"a{a}: rank {rank} stages round {k}")
+            return None
+        state.phase = "waiting"
+        self.world.log(f"a{a}: rank {rank} reports round {k}")
+        return Report(rank, k, {"step": k}, staged=True, checkpoint_dir_name=f"checkpoint_{k}")
+
+    # -------------------------------------------------------------- the controller's side
+    def ack(self, rank: int, ack: Ack) -> None:
+        state = self.ranks[rank]
+        if state.phase != "waiting" or self.down:
+            return  # a rank that died: the ack goes nowhere, as in a real group
+        path = getattr(ack.checkpoint, "path", None)
+        self.world.acked.append((self.spec.attempt, rank, ack.index, path))
+        state.phase, state.step = "run", ack.index + 1
+
+    def shutdown(self, graceful: bool = True) -> None:
+        if not self.down:
+            self.down = True
+            self.world.log(f"a{self.spec.attempt}: group shut down")
+
+
+class SimFactory(WorkerGroupFactory):
+    def __init__(self, world: World, fs):
+        self.world, self.fs = world, fs
+
+    def capacity(self, resources_per_worker: dict) -> int:
+        return self.world.bounds.workers
+
+    def start(self, spec: GroupSpec) -> SimGroup:
+        start = 0
+        path = getattr(spec.checkpoint, "path", None)
+        if path is not None:
+            with self.fs.open_input_stream(f"{path}/step") as f:
+                start = int(f.read().decode()) + 1
+        self.world.restored[spec.attempt] = path
+        self.world.log(f"a{spec.attempt}: group of {spec.num_workers} starts at round {start}"
+                       + (f" from {path.rsplit('/', 1)[-1]}" if path else ""))
+        return SimGroup(self.world, spec, self.fs, start)
+
+    def wait_for_change(self, timeout: float) -> None:
+        raise RuntimeError("the simulated cluster always has room for the group")
+
+
+@dataclasses.dataclass
+class Fit:
+    """One simulated fit's ending and what the invariants read."""
+
+    world: World
+    state: Any  # the controller's terminal state (or None: it raised, see `error`)
+    error: BaseException | None
+    manager: CheckpointManager
+    storage: StorageContext
+    fs: Any
+    steps: int
+
+
+def simulate(bounds: Bounds, choices: tuple = (), controller_cls=Controller,
+             manager_cls=CheckpointManager, policy_cls=FailurePolicy,
+             discard: bool = True, scheduler: Scheduler | None = None) -> Fit:
+    """Run one fit under `choices` (see Scheduler). A broken variant (variants.py) passes
+    its own controller, checkpoint manager or failure policy class, or discard=False."""
+    from reference.train import CheckpointConfig
+
+    scheduler = scheduler or Scheduler(choices)
+    world = World(bounds, scheduler)
+    fs = pa_fs._MockFileSystem()
+    fs.create_dir(ROOT)
+    storage = StorageContext(ROOT, RUN, storage_filesystem=fs)
+    manager = manager_cls(storage, CheckpointConfig())
+    prefix = fs_utils.join(storage.experiment_fs_path, f"{fs_utils.TEMP_PREFIX}stage-sim")
+
+    def commit_round(attempt: int, index: int, dir_name: str | None, metrics):
+        if world.upload_fails(attempt, index):
+            # the staged files are gone with the failed move, as commit_staged leaves it
+            fs_utils.delete_path(fs, f"{prefix}-a{attempt}-{index}")
+            raise OSError(f"simulated: the upload of round {index} failed")
+        checkpoint = commit_staged(storage, prefix, attempt, index, dir_name)
+        world.committed.append((attempt, index, checkpoint.path))
+        world.log(f"a{attempt}: round {index} committed as {dir_name}")
+        return checkpoint
+
+    controller = controller_cls(
+        spec=dict(resources_per_worker={"CPU": 1}, placement_strategy="PACK",
+                  experiment_name=RUN, storage=storage, staging_prefix=prefix, train_fn=b"",
+                  backend_config=None),
+        factory=SimFactory(world, fs), checkpoint_manager=manager,
+        failure_policy=policy_cls(max_failures=bounds.max_failures),
+        scaling_policy=ScalingPolicy(bounds.workers, bounds.workers, None),
+        commit_round=commit_round,
+        discard_staging=(lambda attempt: discard_staged(storage, prefix, attempt)) if discard
+        else (lambda attempt: None),
+        clock=world.clock)
+    steps, error, state = 0, None, None
+    try:
+        while not isinstance(controller.state, S.TERMINAL):
+            before = controller.state
+            controller.step()
+            steps += 1
+            if isinstance(before, S.Running) and not isinstance(controller.state, S.Running):
+                if isinstance(controller.state, (S.Restarting, S.Errored)):
+                    world.failed_attempts += 1
+            if steps > STEP_LIMIT:
+                raise RuntimeError(f"livelock: no end after {STEP_LIMIT} controller steps")
+        state = controller.state
+    except Exception as exc:  # noqa: BLE001 - the invariants judge how the fit ended
+        controller._shutdown_group()
+        error = exc
+    world.log(f"end: {S.name(state) if state is not None else type(error).__name__}")
+    return Fit(world, state, error, manager, storage, fs, steps)

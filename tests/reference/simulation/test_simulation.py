@@ -1,0 +1,119 @@
+"""The deterministic simulation of a fit (reference.train.simulation, `python -m
+reference.simulate`): same choices, same history; every schedule of small bounds keeps the
+invariants on the reference; every broken variant is caught with a small schedule that its
+replay ID reproduces; the reduction loses no end state."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+import pytest
+
+from reference.train.simulation import (
+    VARIANTS,
+    Bounds,
+    explore,
+    minimal_violation,
+    parse_replay_id,
+    replay_id,
+    run_one,
+    simulate,
+)
+from reference.train.simulation.explore import random_runs, schedules
+from reference.train.simulation.world import RandomScheduler
+
+SMALL = Bounds(workers=2, reports=2, faults=2, max_failures=1)
+
+
+def _end_state(fit) -> tuple:
+    """What a schedule leads to: the ending, what was committed and restored, what each rank
+    was acknowledged, and the files left."""
+    import pyarrow.fs as pafs
+
+    files = sorted(i.path for i in fit.fs.get_file_info(pafs.FileSelector("/sim",
+                                                                           recursive=True)))
+    return (type(fit.state).__name__, type(fit.error).__name__, tuple(fit.world.committed),
+            tuple(sorted(fit.world.restored.items())),
+            tuple(sorted(set(fit.world.acked))), tuple(files))
+
+
+def test_the_same_choices_give_the_same_history_byte_for_byte():
+    for seed in range(20):
+        first = simulate(SMALL, scheduler=RandomScheduler(seed))
+        again = simulate(SMALL, fit_choices := first.world.scheduler.choices)
+        assert again.world.history == first.world.history, (seed, fit_choices)
+        assert _end_state(again) == _end_state(first)
+        assert simulate(SMALL, scheduler=RandomScheduler(seed)).world.history == \
+            first.world.history
+
+
+def test_every_schedule_of_small_bounds_keeps_every_invariant_on_the_reference():
+    result = explore(SMALL)
+    assert result.violations == [], [v.lines for v in result.violations[:3]]
+    assert result.schedules > 300  # faults at every point: crashes, node loss, uploads
+
+
+def test_the_fault_vocabulary_reaches_every_kind_and_both_endings():
+    seen, endings = set(), set()
+    for fit, _ in schedules(SMALL):
+        text = "\n".join(fit.world.history)
+        seen |= {kind for kind, mark in (("crash", " dies"), ("node", " is lost"),
+                                         ("upload", " fails"), ("restart", "from checkpoint_"))
+                 if mark in text}
+        endings.add(fit.world.history[-1])
+    assert seen == {"crash", "node", "upload", "restart"}, seen
+    assert {"end: FINISHED", "end: ERRORED", "end: OSError"} <= endings, endings
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_every_broken_variant_is_caught_with_a_small_replayable_schedule(variant):
+    found = minimal_violation(SMALL, variant)
+    assert found is not None, variant
+    assert found.size <= 3, (variant, found.choices)
+    bounds = found.fit.world.bounds
+    again_bounds, choices = parse_replay_id(replay_id(bounds, found.choices))
+    assert (again_bounds, choices) == (bounds, found.choices)
+    fit, lines = run_one(again_bounds, choices, variant)
+    assert lines == found.lines
+    assert run_one(again_bounds, choices)[1] == []  # the reference keeps it under that schedule
+
+
+def test_the_reduction_loses_no_end_state():
+    bounds = Bounds(workers=2, reports=2, faults=1, max_failures=1)
+    reduced = [_end_state(fit) for fit, _ in schedules(bounds)]
+    full = [_end_state(fit) for fit, _ in schedules(dataclasses.replace(bounds, reduce=False))]
+    assert set(reduced) == set(full)
+    assert len(reduced) * 10 < len(full)  # 31 schedules instead of 6,090
+
+
+def test_random_runs_are_deeper_and_catch_a_variant():
+    bounds = Bounds(workers=3, reports=4, faults=3, max_failures=2)
+    assert random_runs(bounds, seed=7, runs=100).violations == []
+    caught = random_runs(bounds, seed=7, runs=100, variant="charge-twice").violations
+    assert caught and all("outcome" in v.lines[0] for v in caught)
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "reference.simulate", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_the_command_line_reports_on_its_last_line_and_exits_by_the_verdict():
+    ok = _cli("--workers", "2", "--faults", "1", "--reports", "2")
+    assert ok.returncode == 0, ok.stderr
+    last = ok.stdout.strip().splitlines()[-1]
+    assert last.startswith("explored 31 schedules, 0 violations in "), last
+    bad = _cli("--workers", "2", "--faults", "1", "--reports", "2", "--variant",
+               "ack-before-commit")
+    assert bad.returncode == 1
+    assert "VIOLATION acknowledged_checkpoints_kept" in bad.stdout
+    replay = [line.split("replay: ", 1)[1] for line in bad.stdout.splitlines()
+              if "replay: " in line][0]
+    again = _cli(*replay.split()[3:])
+    assert again.returncode == 1 and "the upload of round 0 fails" in again.stdout
+    assert _cli("--list-variants").stdout.split() == sorted(VARIANTS)
+    wrong = _cli("--workers", "0")
+    assert wrong.returncode == 2 and "--workers 0: must be >= 1" in wrong.stderr
+    assert "expected an ID" in _cli("--replay", "nonsense").stderr
