@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Everything CI runs, in order. Fails on the first failing step.
 # The Ray conformance run (the longest job, mostly Ray's own start-up and health-check waits)
-# starts right after setup and runs beside the unit tests and the reference's jobs; its log
-# is printed when done.
+# runs beside the reference's jobs that follow the unit tests; its log is printed when done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 ci/setup.sh
 echo "setup: $(( $(date +%s) - start )) s"
+# a Docker engine for the docker provider (installed and started here if need be, stopped
+# at the end if this started it); without one the docker tests and jobs skip, saying why
+ci/docker_engine.sh start
+trap 'ci/docker_engine.sh stop' EXIT
+ci/test.sh
+echo "tests: $(( $(date +%s) - start )) s"
 mkdir -p reports
 ray_log=reports/conformance-ray.log
 # Ray's checks that build clusters of their own (`-m cluster`) run later, beside the rest
@@ -15,13 +20,7 @@ ray_log=reports/conformance-ray.log
 python -m conformance run --impl ray --out reports --progress plain -- -m "not cluster" \
   > "$ray_log" 2>&1 &
 ray_pid=$!
-trap 'kill "$ray_pid" 2>/dev/null || true' EXIT
-# a Docker engine for the docker provider (installed and started here if need be, stopped
-# at the end if this started it); without one the docker tests and jobs skip, saying why
-ci/docker_engine.sh start
 trap 'kill "$ray_pid" 2>/dev/null || true; ci/docker_engine.sh stop' EXIT
-ci/test.sh
-echo "tests: $(( $(date +%s) - start )) s"
 ci/conformance.sh reference
 echo "conformance (reference): $(( $(date +%s) - start )) s"
 python ci/fault_matrix.py --slice ci

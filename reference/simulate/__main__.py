@@ -35,6 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--reports", type=int, default=2, help="report rounds (default: 2)")
     p.add_argument("--max-failures", type=int, default=1,
                    help="FailureConfig(max_failures) (default: 1)")
+    p.add_argument("--max-preemption-failures", type=int, default=-1,
+                   help="FailureConfig(max_preemption_failures) (default: -1, unlimited)")
     p.add_argument("--ranks-per-node", type=int, default=2,
                    help="ranks on one node, for node loss (default: 2)")
     p.add_argument("--no-reduction", action="store_true",
@@ -57,10 +59,14 @@ def _bounds(args, parser) -> Bounds:
             parser.error(f"--{name.replace('_', '-')} {getattr(args, name)}: must be >= 1")
     if args.faults < 0:
         parser.error(f"--faults {args.faults}: must be >= 0")
-    if args.max_failures < -1:
-        parser.error(f"--max-failures {args.max_failures}: must be -1 (unlimited) or >= 0")
+    for name in ("max_failures", "max_preemption_failures"):
+        if getattr(args, name) < -1:
+            parser.error(f"--{name.replace('_', '-')} {getattr(args, name)}: must be -1 "
+                         "(unlimited) or >= 0")
     return Bounds(workers=args.workers, reports=args.reports, faults=args.faults,
-                  max_failures=args.max_failures, ranks_per_node=args.ranks_per_node,
+                  max_failures=args.max_failures,
+                  max_preemption_failures=args.max_preemption_failures,
+                  ranks_per_node=args.ranks_per_node,
                   reduce=not args.no_reduction)
 
 
@@ -74,8 +80,8 @@ def _show(violation, variant: str | None) -> None:
     print(f"VIOLATION {violation.lines[0]}")
     for line in violation.lines[1:]:
         print(f"  also: {line}")
-    faults = [h for h in violation.fit.world.history if " dies" in h or " is lost" in h
-              or " fails" in h]
+    faults = [h for h in violation.fit.world.history
+              if any(mark in h for mark in (" dies", " is lost", " is preempted", " fails"))]
     print(f"  schedule ({violation.size} event(s) off the default order): "
           + ("; ".join(faults) or "no fault, the default order"))
     print(f"  replay: {_command(bounds, violation.choices, variant)}")

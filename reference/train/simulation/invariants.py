@@ -23,18 +23,27 @@ def terminates(fit: Fit) -> list[str]:
     return []
 
 
+def _over(count: int, limit: int) -> bool:
+    return limit >= 0 and count > limit
+
+
 def outcome(fit: Fit) -> list[str]:
-    """Finished exactly when no upload failed and the failed attempts stayed within
-    max_failures (a failed commit fails the fit, see world.py)."""
+    """Finished exactly when no upload failed and each budget held: the worker-group
+    failures within max_failures, the preemptions within max_preemption_failures (a failed
+    commit fails the fit, see world.py)."""
     bounds, world = fit.world.bounds, fit.world
-    should_fail = world.upload_failed or world.failed_attempts > bounds.max_failures
+    should_fail = (world.upload_failed
+                   or _over(world.charged.count("worker_group"), bounds.max_failures)
+                   or _over(world.charged.count("preemption"),
+                            bounds.max_preemption_failures))
     failed = fit.error is not None or isinstance(fit.state, S.Errored)
     if should_fail != failed:
         got = (S.name(fit.state) if fit.state is not None
                else f"{type(fit.error).__name__}: {fit.error}")
         want = "an error" if should_fail else "FINISHED"
-        return [f"the fit ended {got} after {world.failed_attempts} failed attempt(s) with "
-                f"max_failures={bounds.max_failures}"
+        return [f"the fit ended {got} after failures charged to {world.charged} with "
+                f"max_failures={bounds.max_failures}, max_preemption_failures="
+                f"{bounds.max_preemption_failures}"
                 f"{' and a failed upload' if world.upload_failed else ''}: expected {want}"]
     return []
 

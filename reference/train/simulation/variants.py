@@ -46,10 +46,18 @@ class ChargeTwice(FailurePolicy):
         return super().decide(kind)
 
 
+class PreemptionAsFailure(FailurePolicy):
+    """Charges a preempted node's failure to max_failures, as any worker failure."""
+
+    def decide(self, kind: str):
+        return super().decide("worker_group" if kind == "preemption" else kind)
+
+
 #: name -> keyword arguments of world.simulate
 VARIANTS = {
     "ack-before-commit": {"controller_cls": AckBeforeCommit},
     "restore-oldest": {"manager_cls": RestoreOldest},
     "charge-twice": {"policy_cls": ChargeTwice},
     "keep-staging": {"discard": False},
+    "preemption-as-failure": {"policy_cls": PreemptionAsFailure},
 }

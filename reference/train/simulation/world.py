@@ -12,7 +12,9 @@ the name), so no wall-clock time enters a history: same choices, same history.
 Faults (each costs one of `Bounds.faults`): a rank's process dies (`crash`, at any point of
 its program: before staging, between staging and reporting, while waiting for the ack);
 its node is lost (`node`, every rank of that node at once, `Bounds.ranks_per_node` to a
-node); the controller's commit of a round's staged files fails (`upload`).
+node) or preempted (`preempt`: the same, each failure marked preempted, which the
+controller charges to the preemption budget); the controller's commit of a round's staged
+files fails (`upload`).
 """
 
 from __future__ import annotations
@@ -54,7 +56,9 @@ class Bounds:
     max_failures: int = 1
     ranks_per_node: int = 2
     #: the kinds of fault the scheduler may choose
-    kinds: tuple = ("crash", "node", "upload")
+    kinds: tuple = ("crash", "node", "preempt", "upload")
+    #: FailureConfig(max_preemption_failures): -1, unlimited, as Ray's default
+    max_preemption_failures: int = -1
     #: offer one rank's progress at a time (explore.py, "Reduction"); False: every rank's
     reduce: bool = True
 
@@ -122,7 +126,8 @@ class World:
         self.history: list[str] = []
         self.acked: list[tuple[int, int, int, str | None]] = []  # attempt, rank, round, path
         self.restored: dict[int, str | None] = {}  # attempt -> checkpoint path
-        self.failed_attempts = 0
+        #: the budget each failed attempt is charged to: "worker_group" or "preemption"
+        self.charged: list[str] = []
         self.upload_failed = False
         self.committed: list[tuple[int, int, str]] = []  # attempt, round, path
         self.clock = VirtualClock()
@@ -168,11 +173,13 @@ class SimGroup(WorkerGroup):
             alive = [r for r, s in self.ranks.items() if s.phase not in ("dead", "done")]
             if "crash" in self.world.bounds.kinds:
                 options += [("crash", r) for r in alive]
-            if "node" in self.world.bounds.kinds and self.world.bounds.ranks_per_node > 1:
-                per = self.world.bounds.ranks_per_node
-                nodes = sorted({r // per for r in alive})
+            per = self.world.bounds.ranks_per_node
+            nodes = sorted({r // per for r in alive})
+            if "node" in self.world.bounds.kinds and per > 1:
                 options += [("node", n) for n in nodes
                             if len([r for r in alive if r // per == n]) > 1]
+            if "preempt" in self.world.bounds.kinds:
+                options += [("preempt", n) for n in nodes]
         return options
 
     def next_event(self, timeout: float | None):
@@ -196,14 +203,18 @@ class SimGroup(WorkerGroup):
             if kind == "crash":
                 self.ranks[who].phase = "dead"
                 self.world.log(f"a{a}: rank {who} dies")
+                self.world.charged.append("worker_group")
                 return Failed(who, exit_code=-signal.SIGKILL, signal=signal.SIGKILL)
             per = self.world.bounds.ranks_per_node
             lost = [r for r, s in self.ranks.items()
                     if r // per == who and s.phase not in ("dead", "done")]
-            self.world.log(f"a{a}: node {who} is lost (ranks {lost})")
+            how = "is preempted" if kind == "preempt" else "is lost"
+            self.world.log(f"a{a}: node {who} {how} (ranks {lost})")
+            self.world.charged.append("preemption" if kind == "preempt" else "worker_group")
             for r in lost:
                 self.ranks[r].phase = "dead"
-            events = [Failed(r, exit_code=-signal.SIGKILL, signal=signal.SIGKILL) for r in lost]
+            events = [Failed(r, exit_code=-signal.SIGKILL, signal=signal.SIGKILL,
+                             preempted=kind == "preempt") for r in lost]
             self.queued = events[1:]
             return events[0]
 
@@ -309,7 +320,8 @@ def simulate(bounds: Bounds, choices: tuple = (), controller_cls=Controller,
                   experiment_name=RUN, storage=storage, staging_prefix=prefix, train_fn=b"",
                   backend_config=None),
         factory=SimFactory(world, fs), checkpoint_manager=manager,
-        failure_policy=policy_cls(max_failures=bounds.max_failures),
+        failure_policy=policy_cls(max_failures=bounds.max_failures,
+                                  max_preemption_failures=bounds.max_preemption_failures),
         scaling_policy=ScalingPolicy(bounds.workers, bounds.workers, None),
         commit_round=commit_round,
         discard_staging=(lambda attempt: discard_staged(storage, prefix, attempt)) if discard
@@ -318,12 +330,8 @@ def simulate(bounds: Bounds, choices: tuple = (), controller_cls=Controller,
     steps, error, state = 0, None, None
     try:
         while not isinstance(controller.state, S.TERMINAL):
-            before = controller.state
             controller.step()
             steps += 1
-            if isinstance(before, S.Running) and not isinstance(controller.state, S.Running):
-                if isinstance(controller.state, (S.Restarting, S.Errored)):
-                    world.failed_attempts += 1
             if steps > STEP_LIMIT:
                 raise RuntimeError(f"livelock: no end after {STEP_LIMIT} controller steps")
         state = controller.state
