@@ -60,7 +60,9 @@ def _start(tmp_path, level: str, steps: int, sleep: float, plan: str | None = PL
     return subprocess.Popen(
         [*args, str(tmp_path / "job.py"), level, str(steps), str(sleep), str(tmp_path / "s")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": os.getcwd()})
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+        # Ctrl-C as at a terminal, even where this runs as a background job (SIGINT ignored)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def _events(tmp_path) -> list[dict]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -103,8 +104,10 @@ def _run_cli(tmp_path, plan_text: str | None, *script_args):
     if plan_text is not None:
         (tmp_path / "plan.yaml").write_text(plan_text)
         args += ["--faults", str(tmp_path / "plan.yaml")]
+    # SIGINT as at a terminal, even where the tests run as a background job (SIGINT ignored)
     return subprocess.run([*args, str(script), *script_args], capture_output=True, text=True,
-                          timeout=60, cwd=tmp_path, env={**os.environ, "PYTHONPATH": os.getcwd()})
+                          timeout=60, cwd=tmp_path, env={**os.environ, "PYTHONPATH": os.getcwd()},
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def test_run_fails_when_a_planned_fault_never_acted(tmp_path):
