@@ -38,6 +38,10 @@ class NodeSpec:
     #: TPU chips (the "TPU" resource) on one host
     tpus: int = 0
 
+    def custom_resources(self) -> dict:
+        """The node's resources besides CPU and GPU, as Ray declares them (TPU included)."""
+        return {**self.resources, **({"TPU": self.tpus} if self.tpus else {})}
+
 
 @dataclasses.dataclass
 class Outcome:

@@ -118,7 +118,7 @@ class _RayCluster(ClusterHandle):
         node = self._cluster.add_node(
             num_cpus=spec.cpus,
             num_gpus=spec.gpus,
-            resources={**spec.resources, **({"TPU": spec.tpus} if spec.tpus else {})},
+            resources=spec.custom_resources(),
             node_ip_address=f"127.0.0.{self._next_ip}",
         )
         self._next_ip += 1
@@ -354,8 +354,7 @@ def _matching_nodes(address: str, wanted: list[NodeSpec]) -> list[dict]:
     alive = [n for n in ray.nodes() if n.get("Alive")]
     chosen: list[dict] = []
     for spec in wanted:
-        need = {**spec.resources, "GPU": spec.gpus, "TPU": spec.tpus}
-        need = {k: v for k, v in need.items() if v}
+        need = {k: v for k, v in {**spec.custom_resources(), "GPU": spec.gpus}.items() if v}
         fits = [n for n in alive if n not in chosen
                 and all(n.get("Resources", {}).get(k, 0) >= v for k, v in need.items())]
         if not fits:

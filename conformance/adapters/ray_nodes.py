@@ -90,7 +90,7 @@ class JoinedNodes(ClusterHandle):
         cmd = [_ray_bin(), "start", "--address", self.address, "--block",
                "--num-cpus", str(spec.cpus), "--num-gpus", str(spec.gpus),
                "--labels", f"{LABEL}={self.label_value}", "--disable-usage-stats"]
-        resources = {**spec.resources, **({"TPU": spec.tpus} if spec.tpus else {})}
+        resources = spec.custom_resources()
         if resources:
             cmd += ["--resources", json.dumps(resources)]
         if self._loopback:

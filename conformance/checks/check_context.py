@@ -13,10 +13,6 @@ from conformance.probe import worker_environment
 from conformance.scenarios import TrainerFactory, basic_run, new_script, run, workspace
 
 
-def needs(impl, capability: str) -> None:
-    require(impl, capability)
-
-
 @clause("context.ranks")
 def check_context_single_node(impl):
     r = basic_run(impl)
@@ -34,7 +30,7 @@ def check_context_single_node(impl):
 @pytest.mark.cluster
 @clause("context.multi-node")
 def check_ranks_contiguous_per_node(impl):
-    needs(impl, "multinode")
+    require(impl, "multinode")
     with impl.cluster([NodeSpec(cpus=2), NodeSpec(cpus=2)]):
         folder = workspace()
         script = new_script(impl, folder, steps=1, checkpoints={})

@@ -5,16 +5,15 @@ from __future__ import annotations
 import pytest
 
 from conformance import assertions, journal_checks
-from conformance.adapters.base import NodeSpec
+from conformance.adapters.base import NodeSpec, require
 from conformance.catalogue import clause
-from conformance.checks.check_context import needs
 from conformance.scenarios import new_script, run, verify_history, wait_for, workspace
 
 INTERVAL_S = 2.0
 
 
 def _grow(impl, num_workers, target, observe_s: float):
-    needs(impl, "elastic")
+    require(impl, "elastic")
     with impl.cluster([NodeSpec(cpus=2)]) as cluster:
         folder = workspace()
         script = new_script(impl, folder, steps=600, step_sleep_s=0.25,

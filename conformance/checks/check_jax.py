@@ -400,11 +400,11 @@ def check_local_mode(impl):
 @pytest.mark.cluster
 @clause("jax.tpu-slices")
 def check_tpu_slices(impl):
-    from conformance.checks.check_context import needs
+    from conformance.adapters.base import require
     from conformance.scenarios import TrainerFactory, workspace
 
     pytest.importorskip("jax")
-    needs(impl, "tpu_slices")
+    require(impl, "tpu_slices")
     t, tj = impl.train, impl.framework("v2.jax")
     folder = workspace()
     journal = os.path.join(folder, "journal")
