@@ -24,6 +24,7 @@ from reference.train.simulation import (
     run_one,
 )
 from reference.train.simulation.explore import random_runs
+from reference.train.simulation.world import ReplayError
 
 PROG = "python -m reference.simulate"
 
@@ -42,8 +43,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-reduction", action="store_true",
                    help="offer every rank's progress at every point (to measure what the "
                         "reduction removes)")
+    p.add_argument("--no-states", action="store_true",
+                   help="run every schedule to its end, without merging the runs that reach "
+                        "the same state (to measure what that saves)")
     p.add_argument("--seed", type=int, default=None,
-                   help="random schedules from this seed instead of all of them")
+                   help="schedules drawn by Hypothesis from this seed instead of all of them; "
+                        "a violation is shrunk")
     p.add_argument("--runs", type=int, default=1000, help="with --seed: how many (1000)")
     p.add_argument("--replay", metavar="ID", help="run the one schedule a violation printed")
     p.add_argument("--variant", choices=sorted(VARIANTS),
@@ -97,7 +102,7 @@ def main(argv=None) -> int:
         try:
             bounds, choices = parse_replay_id(args.replay)
             fit, lines = run_one(bounds, choices, args.variant)
-        except ValueError as exc:
+        except (ValueError, ReplayError) as exc:
             parser.error(str(exc))
         print("\n".join(fit.world.history))
         for line in lines:
@@ -108,18 +113,26 @@ def main(argv=None) -> int:
     if args.seed is not None:
         result = random_runs(bounds, args.seed, args.runs, args.variant)
     else:
-        result = explore(bounds, args.variant)
+        result = explore(bounds, args.variant, states=not args.no_states)
     print(f"bounds: {args.workers} workers, {args.reports} reports, <= {args.faults} faults, "
           f"max_failures={args.max_failures}"
           + (f"; variant {args.variant}" if args.variant else ""))
     if result.violations:
-        smallest = minimal_violation(dataclasses.replace(bounds), args.variant) \
-            if args.seed is None else min(result.violations, key=lambda v: (v.size,
-                                                                             len(v.choices)))
+        smallest = minimal_violation(bounds, args.variant) if args.seed is None \
+            else result.violations[0]
         _show(smallest, args.variant)
-    rate = result.schedules / result.seconds if result.seconds else 0.0
-    print(f"{result.choice_points} choice points, {rate:.0f} schedules/s")
-    print(f"explored {result.schedules} schedules, {len(result.violations)} violations in "
+    rate = result.covered / result.seconds if result.seconds else 0.0
+    if args.seed is not None:
+        print(f"{result.schedules} schedules drawn by Hypothesis from seed {args.seed}"
+              + (", the violation shrunk" if result.violations else ""))
+    elif result.states:
+        print(f"{result.schedules} runs, {result.states} states ({result.pruned} runs ended "
+              f"at a state already explored), {result.choice_points} choice points")
+    else:
+        print(f"{result.schedules} runs, no state caching, {result.choice_points} choice "
+              "points")
+    print(f"{rate:.0f} schedules/s")
+    print(f"explored {result.covered} schedules, {len(result.violations)} violations in "
           f"{result.seconds:.1f} s")
     return 1 if result.violations else 0
 

@@ -63,19 +63,54 @@ class Bounds:
     reduce: bool = True
 
 
+class Pruned(BaseException):
+    """Raised at a choice point whose state the explorer has seen: the rest of this run is
+    covered by the run that saw it first (explore.py, "States"). A BaseException, so that no
+    `except Exception` of the code under test swallows it."""
+
+
+class SimulatorError(BaseException):
+    """The simulator itself failed (not the code under test): ends the exploration."""
+
+
+class ReplayError(SimulatorError):
+    """A replayed choice is not one of the alternatives at its point (another bound's ID)."""
+
+
 class Scheduler:
     """Replays `prefix` (one index per choice point), then takes alternative 0; keeps the
-    trace of (index taken, labels of the alternatives) for the explorer and the replay."""
+    trace of (index taken, labels of the alternatives) for the explorer and the replay.
 
-    def __init__(self, prefix: tuple = ()):
+    With `seen` (a set shared by the runs of one exploration), each choice point past the
+    prefix that carries a state (`state`, see SimGroup.next_event) is looked up there: a
+    state seen before ends the run (`Pruned`), a new one is added."""
+
+    def __init__(self, prefix: tuple = (), seen: set | None = None, lenient: bool = False):
         self.prefix = tuple(prefix)
+        #: a prefix choice beyond the alternatives takes the last one (for shrinking, where
+        #: an earlier change alters what comes later) instead of raising ReplayError
+        self.lenient = lenient
         self.trace: list[tuple[int, tuple]] = []
+        self.seen = seen
+        #: (choice index, state key) of each keyed choice point past the prefix
+        self.keys: list[tuple[int, int]] = []
 
-    def choose(self, options: list[str]) -> int:
+    def choose(self, options: list[str], state=None) -> int:
         at = len(self.trace)
+        if self.seen is not None and state is not None and at >= len(self.prefix):
+            try:
+                key = hash((tuple(options), state()))
+            except Exception as exc:  # the simulator's own bug: never the fit's outcome
+                raise SimulatorError(f"choice {at}: the state could not be read") from exc
+            self.keys.append((at, key))
+            if key in self.seen:
+                raise Pruned(at)
+            self.seen.add(key)
         pick = self.prefix[at] if at < len(self.prefix) else 0
+        if not 0 <= pick < len(options) and self.lenient:
+            pick = len(options) - 1
         if not 0 <= pick < len(options):
-            raise ValueError(f"choice {at}: {pick} is not one of {len(options)} alternatives "
+            raise ReplayError(f"choice {at}: {pick} is not one of {len(options)} alternatives "
                              f"{options} (a replay of another bound?)")
         self.trace.append((pick, tuple(options)))
         return pick
@@ -94,7 +129,7 @@ class RandomScheduler(Scheduler):
         super().__init__(prefix)
         self._random = random.Random(seed)
 
-    def choose(self, options: list[str]) -> int:
+    def choose(self, options: list[str], state=None) -> int:
         if len(self.trace) < len(self.prefix):
             return super().choose(options)
         pick = self._random.randrange(len(options))
@@ -135,6 +170,40 @@ class World:
     def log(self, line: str) -> None:
         self.history.append(line)
 
+    def state(self, group: "SimGroup", timeout: float | None) -> tuple:
+        """Everything the rest of a fit and its verdict depend on, at a choice point of
+        `group.next_event(timeout)` (explore.py, "States"): the controller's state and
+        budgets, the checkpoint manager's records, every file on storage, the group's ranks
+        and queued events, and what the invariants read of the history so far. Not in it:
+        the history's lines, and what feeds only them (the controller's transition log and
+        report counter, which go to logs and events)."""
+        import pyarrow.fs as pafs
+
+        c, m = self.controller, self.manager
+        run = c.state
+        running = (run.attempt, run.size, tuple(sorted(
+            (i, tuple(sorted((r, rep.staged, rep.checkpoint_dir_name)
+                             for r, rep in arrived.items())))
+            for i, arrived in run.rounds.items())),
+            tuple(sorted(run.round_started.items())), tuple(sorted(run.report_warn_at.items())),
+            tuple(sorted(run.finished)), run.next_resize_check,
+            run.group is group) if isinstance(run, S.Running) else None
+        records = tuple((r.dir_name, r.fs_path, repr(sorted(r.metrics.items())),
+                         r.report_index, r.restored) for r in m.checkpoint_results)
+        latest = m.latest_checkpoint_result
+        files = tuple(sorted((i.path, i.size) for i in self.fs.get_file_info(
+            pafs.FileSelector(ROOT, recursive=True))))
+        return (type(run).__name__, running, tuple(sorted(c.failure_policy.counts.items())),
+                c.setup_failures, records, getattr(latest, "dir_name", None),
+                m.current_report_index, files,
+                tuple((r, s.step, s.phase) for r, s in sorted(group.ranks.items())),
+                tuple(repr(e) for e in group.queued), group.down, timeout, self.clock.now,
+                self.faults_left, self.charged.count("worker_group"),
+                self.charged.count("preemption"), self.upload_failed,
+                tuple(sorted({p for *_, p in self.acked})),
+                tuple(sorted(self.restored.items())),
+                self.committed[-1][2] if self.committed else None)
+
     def spend_fault(self) -> bool:
         return self.faults_left > 0
 
@@ -142,7 +211,10 @@ class World:
         """A choice point before the controller commits round `index`: does it fail?"""
         if "upload" not in self.bounds.kinds or not self.spend_fault():
             return False
-        if self.scheduler.choose(["upload ok", "upload fails"]) == 0:
+        # The rest of this controller step is the commit of round `index` by `attempt`
+        # (its reports are a function of rank and round here), so they key the state.
+        if self.scheduler.choose(["upload ok", "upload fails"], state=lambda: (
+                "commit", attempt, index, self.state(self.controller.state.group, None))) == 0:
             return False
         self.faults_left -= 1
         self.upload_failed = True
@@ -193,7 +265,9 @@ class SimGroup(WorkerGroup):
                     raise RuntimeError("livelock: the controller waits forever, no rank can act")
                 self.world.clock.now += timeout  # nothing can happen: time passes
                 return None
-            kind, who = options[self.world.scheduler.choose([f"{k} {w}" for k, w in options])]
+            kind, who = options[self.world.scheduler.choose(
+                [f"{k} {w}" for k, w in options],
+                state=lambda: self.world.state(self, timeout))]
             if kind == "progress":
                 event = self._step_rank(who)
                 if event is not None:
@@ -288,16 +362,19 @@ class Fit:
     storage: StorageContext
     fs: Any
     steps: int
+    #: the run ended at a state seen before (Scheduler.seen): no ending, nothing to check
+    pruned: bool = False
 
 
 def simulate(bounds: Bounds, choices: tuple = (), controller_cls=Controller,
              manager_cls=CheckpointManager, policy_cls=FailurePolicy,
-             discard: bool = True, scheduler: Scheduler | None = None) -> Fit:
+             discard: bool = True, scheduler: Scheduler | None = None,
+             seen: set | None = None) -> Fit:
     """Run one fit under `choices` (see Scheduler). A broken variant (variants.py) passes
     its own controller, checkpoint manager or failure policy class, or discard=False."""
     from reference.train import CheckpointConfig
 
-    scheduler = scheduler or Scheduler(choices)
+    scheduler = scheduler or Scheduler(choices, seen)
     world = World(bounds, scheduler)
     fs = pa_fs._MockFileSystem()
     fs.create_dir(ROOT)
@@ -327,6 +404,7 @@ def simulate(bounds: Bounds, choices: tuple = (), controller_cls=Controller,
         discard_staging=(lambda attempt: discard_staged(storage, prefix, attempt)) if discard
         else (lambda attempt: None),
         clock=world.clock)
+    world.controller, world.manager, world.fs = controller, manager, fs
     steps, error, state = 0, None, None
     try:
         while not isinstance(controller.state, S.TERMINAL):
@@ -335,6 +413,9 @@ def simulate(bounds: Bounds, choices: tuple = (), controller_cls=Controller,
             if steps > STEP_LIMIT:
                 raise RuntimeError(f"livelock: no end after {STEP_LIMIT} controller steps")
         state = controller.state
+    except Pruned:
+        controller._shutdown_group()
+        return Fit(world, None, None, manager, storage, fs, steps, pruned=True)
     except Exception as exc:  # noqa: BLE001 - the invariants judge how the fit ended
         controller._shutdown_group()
         error = exc

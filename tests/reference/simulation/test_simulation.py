@@ -21,6 +21,7 @@ from reference.train.simulation import (
     run_one,
     simulate,
 )
+from reference.train.simulation import invariants
 from reference.train.simulation.explore import random_runs, schedules
 from reference.train.simulation.world import RandomScheduler
 
@@ -52,12 +53,12 @@ def test_the_same_choices_give_the_same_history_byte_for_byte():
 def test_every_schedule_of_small_bounds_keeps_every_invariant_on_the_reference():
     result = explore(SMALL)
     assert result.violations == [], [v.lines for v in result.violations[:3]]
-    assert result.schedules > 300  # faults at every point: crashes, node loss, uploads
+    assert result.covered == 1085  # faults at every point: crashes, node loss, uploads
 
 
 def test_the_fault_vocabulary_reaches_every_kind_and_both_endings():
     seen, endings = set(), set()
-    for fit, _ in schedules(SMALL):
+    for fit, _ in schedules(SMALL, states=False):
         text = "\n".join(fit.world.history)
         seen |= {kind for kind, mark in (("crash", " dies"), ("node", " is lost"),
                                          ("preempt", " is preempted"), ("upload", " fails"),
@@ -82,17 +83,62 @@ def test_every_broken_variant_is_caught_with_a_small_replayable_schedule(variant
 
 def test_the_reduction_loses_no_end_state():
     bounds = Bounds(workers=2, reports=2, faults=1, max_failures=1)
-    reduced = [_end_state(fit) for fit, _ in schedules(bounds)]
-    full = [_end_state(fit) for fit, _ in schedules(dataclasses.replace(bounds, reduce=False))]
+    reduced = [_end_state(fit) for fit, _ in schedules(bounds, states=False)]
+    full = [_end_state(fit) for fit, _ in schedules(dataclasses.replace(bounds, reduce=False),
+                                                    states=False)]
     assert set(reduced) == set(full)
     assert len(reduced) * 10 < len(full)  # far fewer schedules (see docs/simulation.md)
 
 
-def test_random_runs_are_deeper_and_catch_a_variant():
+def test_random_runs_are_deeper_and_shrink_what_they_catch():
     bounds = Bounds(workers=3, reports=4, faults=3, max_failures=2)
-    assert random_runs(bounds, seed=7, runs=100).violations == []
-    caught = random_runs(bounds, seed=7, runs=100, variant="charge-twice").violations
-    assert caught and all("outcome" in v.lines[0] for v in caught)
+    clean = random_runs(bounds, seed=7, runs=100)
+    assert clean.violations == [] and clean.schedules == 100
+    caught = random_runs(bounds, seed=7, runs=100, variant="charge-twice")
+    assert len(caught.violations) == 1 and caught.schedules < 100  # it stops at the first
+    shrunk = caught.violations[0]
+    assert shrunk.lines[0].startswith("outcome: ")
+    # max_failures=2 charged twice: two crashes are the fewest that break it, and nothing
+    # else is off the default order
+    assert shrunk.size == 2 and len(shrunk.choices) == 2, shrunk.choices
+    assert run_one(bounds, shrunk.choices, "charge-twice")[1] == shrunk.lines
+
+
+def _verdict(fit) -> tuple:
+    """What the invariants judge of a schedule's end: the ending, the files left, the
+    budgets charged, whether an upload failed, what was acknowledged, and which invariants
+    fail (no history: runs merged at a state share their future, not their past)."""
+    import pyarrow.fs as pafs
+
+    files = sorted((i.path, i.size) for i in fit.fs.get_file_info(
+        pafs.FileSelector("/sim", recursive=True)))
+    checks = sorted({line.split(":", 1)[0] for line in invariants.violations(fit)})
+    return (type(fit.state).__name__, type(fit.error).__name__, tuple(files),
+            fit.world.charged.count("worker_group"), fit.world.charged.count("preemption"),
+            fit.world.upload_failed, tuple(sorted({p for *_, p in fit.world.acked})),
+            tuple(checks))
+
+
+@pytest.mark.parametrize("variant", [None, *sorted(VARIANTS)])
+def test_merging_runs_at_a_seen_state_loses_no_verdict_and_counts_every_schedule(variant):
+    bounds = Bounds(workers=3, reports=2, faults=2, max_failures=1)
+    merged = [fit for fit, _ in schedules(bounds, variant) if not fit.pruned]
+    every = [fit for fit, _ in schedules(bounds, variant, states=False)]
+    assert {_verdict(f) for f in merged} == {_verdict(f) for f in every}
+    assert len(merged) * 5 < len(every)
+    result = explore(bounds, variant)
+    assert result.covered == len(every)  # the state graph counts the schedules exactly
+    assert bool(result.violations) == any(_verdict(f)[-1] for f in every)
+
+
+def test_every_schedule_of_the_target_bound_in_seconds():
+    """<= 3 faults over 4 workers and 6 reports (docs/simulation.md: about 17 million
+    schedules, 25 s on an idle 2-core machine); the bound here leaves room for a loaded
+    one."""
+    result = explore(Bounds(workers=4, reports=6, faults=3, max_failures=3))
+    assert result.violations == []
+    assert result.covered > 10_000_000 and result.states > 5_000
+    assert result.seconds < 300
 
 
 def _cli(*args):
@@ -105,6 +151,7 @@ def test_the_command_line_reports_on_its_last_line_and_exits_by_the_verdict():
     assert ok.returncode == 0, ok.stderr
     last = ok.stdout.strip().splitlines()[-1]
     assert last.startswith("explored 41 schedules, 0 violations in "), last
+    assert "states" in ok.stdout and "schedules/s" in ok.stdout
     bad = _cli("--workers", "2", "--faults", "1", "--reports", "2", "--variant",
                "ack-before-commit")
     assert bad.returncode == 1
