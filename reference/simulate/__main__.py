@@ -11,7 +11,6 @@ and ends with `explored S schedules, V violations in T s`. Exit status 1 on a vi
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 
 from reference.train.simulation import (

@@ -170,7 +170,7 @@ class World:
     def log(self, line: str) -> None:
         self.history.append(line)
 
-    def state(self, group: "SimGroup", timeout: float | None) -> tuple:
+    def state(self, group: SimGroup, timeout: float | None) -> tuple:
         """Everything the rest of a fit and its verdict depend on, at a choice point of
         `group.next_event(timeout)` (explore.py, "States"): the controller's state and
         budgets, the checkpoint manager's records, every file on storage, the group's ranks

@@ -15,13 +15,13 @@ from reference.train.simulation import (
     VARIANTS,
     Bounds,
     explore,
+    invariants,
     minimal_violation,
     parse_replay_id,
     replay_id,
     run_one,
     simulate,
 )
-from reference.train.simulation import invariants
 from reference.train.simulation.explore import random_runs, schedules
 from reference.train.simulation.world import RandomScheduler
 
