@@ -39,6 +39,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="FailureConfig(max_preemption_failures) (default: -1, unlimited)")
     p.add_argument("--ranks-per-node", type=int, default=2,
                    help="ranks on one node, for node loss (default: 2)")
+    p.add_argument("--keep", type=int, default=None, metavar="K",
+                   help="CheckpointConfig(num_to_keep=K) with a score per round (default: "
+                        "keep every checkpoint)")
     p.add_argument("--no-reduction", action="store_true",
                    help="offer every rank's progress at every point (to measure what the "
                         "reduction removes)")
@@ -67,7 +70,9 @@ def _bounds(args, parser) -> Bounds:
         if getattr(args, name) < -1:
             parser.error(f"--{name.replace('_', '-')} {getattr(args, name)}: must be -1 "
                          "(unlimited) or >= 0")
-    return Bounds(workers=args.workers, reports=args.reports, faults=args.faults,
+    if args.keep is not None and args.keep < 1:
+        parser.error(f"--keep {args.keep}: must be >= 1 (num_to_keep)")
+    return Bounds(keep=args.keep, workers=args.workers, reports=args.reports, faults=args.faults,
                   max_failures=args.max_failures,
                   max_preemption_failures=args.max_preemption_failures,
                   ranks_per_node=args.ranks_per_node,
@@ -115,6 +120,7 @@ def main(argv=None) -> int:
         result = explore(bounds, args.variant, states=not args.no_states)
     print(f"bounds: {args.workers} workers, {args.reports} reports, <= {args.faults} faults, "
           f"max_failures={args.max_failures}"
+          + (f", num_to_keep={args.keep}" if args.keep is not None else "")
           + (f"; variant {args.variant}" if args.variant else ""))
     if result.violations:
         smallest = minimal_violation(bounds, args.variant) if args.seed is None \

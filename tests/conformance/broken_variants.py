@@ -26,111 +26,53 @@ class _Variant(ReferenceAdapter):
         raise AssertionError("a variant must patch something")
 
 
-class DropsLatest(_Variant):
+class _Shipped(_Variant):
+    """A variant the reference ships (reference/train/simulation/variants.py), which the
+    deterministic simulation catches too: installed into the real stack of this process."""
+
+    shipped = ""
+
+    def patch(self):
+        from reference.train.simulation import variants
+
+        variants.install(self.shipped)
+
+
+class DropsLatest(_Shipped):
     """Retention evicts the latest checkpoint too."""
 
-    def patch(self):
-        from reference.train._internal.storage.checkpoint_manager import CheckpointManager
-
-        def evict_all_but_best(manager, results, latest):
-            k = manager._num_to_keep
-            if k is None or len(results) <= k:
-                return []
-            return list(range(len(results) - k))  # the latest is not protected
-
-        CheckpointManager._retention = evict_all_but_best
+    shipped = "drops-latest"
 
 
-class IgnoresMaxFailures(_Variant):
+class IgnoresMaxFailures(_Shipped):
     """Every worker failure is retried."""
 
-    def patch(self):
-        from reference.train._internal.controller.policies import FailureDecision, FailurePolicy
-
-        FailurePolicy.decide = lambda self, kind: FailureDecision(True, kind, 1, -1)
+    shipped = "ignores-max-failures"
 
 
-class Rank1Metrics(_Variant):
+class Rank1Metrics(_Shipped):
     """A round's metrics are taken from the highest rank instead of rank 0."""
 
-    def patch(self):
-        from reference.train._internal.controller.controller import Controller
-
-        original = Controller._on_report
-
-        def on_report(controller, state, report):
-            arrived = state.rounds.setdefault(report.index, {})
-            if len(arrived) == state.size - 1 and report.rank not in arrived:
-                last = max([*arrived, report.rank])
-                source = report if last == report.rank else arrived[last]
-                for rank, r in list(arrived.items()):
-                    arrived[rank] = type(r)(r.rank, r.index, source.metrics, r.staged,
-                                            r.checkpoint_dir_name)
-                report = type(report)(report.rank, report.index, source.metrics,
-                                      report.staged, report.checkpoint_dir_name)
-            return original(controller, state, report)
-
-        Controller._on_report = on_report
+    shipped = "rank1-metrics"
 
 
-class RegistersIncomplete(_Variant):
-    """A round is consolidated as soon as its first rank reports (no barrier): the
-    checkpoint is committed and registered before the other ranks' files are in."""
+class RegistersIncomplete(_Shipped):
+    """A round is consolidated as soon as its first rank reports (no barrier)."""
 
-    def patch(self):
-        from reference.train._internal.controller.controller import Controller
-
-        original = Controller._on_report
-
-        def on_report(controller, state, report):
-            if report.index in controller.__dict__.setdefault("_done_rounds", set()):
-                state.group.ack(report.rank, controller._last_ack)
-                return state, "late rank acknowledged"
-            size, state.size = state.size, 1
-            try:
-                state.rounds.pop(report.index, None)
-                result = original(controller, state, report)
-            finally:
-                state.size = size
-            controller._done_rounds.add(report.index)
-            from reference.train._internal.worker_group.api import Ack
-
-            controller._last_ack = Ack(report.index, controller.manager.latest_checkpoint)
-            return result
-
-        Controller._on_report = on_report
+    shipped = "registers-incomplete"
 
 
-class RestartsOnlyFailedWorker(_Variant):
+class RestartsOnlyFailedWorker(_Shipped):
     """A failed rank is replaced by a fresh worker while its peers keep running."""
 
     fit_deadline_s = 15.0
-
-    def patch(self):
-        from reference.train._internal.controller.controller import Controller
-        from reference.train._internal.worker_group.api import StartTraining
-        from reference.train._internal.worker_group.simcluster_group import _worker_entry
-
-        def on_failure(controller, state, first):
-            group = state.group
-            node_id, boot, bundle = group.boots[first.rank]
-            group.workers[first.rank] = controller.factory.cluster.start_worker(
-                node_id, _worker_entry, args=(group.id, boot), env=boot.env,
-                bundle=group.placement[bundle], name=f"{group.id}:rank{first.rank}")
-            group.factory.cluster.send(group.workers[first.rank].id, StartTraining())
-            return state, f"replaced rank {first.rank} only"
-
-        Controller._on_failure = on_failure
+    shipped = "restarts-only-failed-worker"
 
 
-class SkipsBackendShutdown(_Variant):
+class SkipsBackendShutdown(_Shipped):
     """The backend's on_shutdown is never called (every group is stopped as on abort)."""
 
-    def patch(self):
-        from reference.train._internal.worker_group.simcluster_group import SimclusterGroup
-
-        original = SimclusterGroup.shutdown
-        SimclusterGroup.shutdown = lambda group, graceful=True: original(group, graceful=False)
+    shipped = "skips-backend-shutdown"
 
 
 class _WorkerVariant(_Variant):

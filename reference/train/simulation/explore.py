@@ -38,6 +38,7 @@ def replay_id(bounds: Bounds, choices: tuple) -> str:
     """`w2r2f1m1p-1n2-0010a`: the bounds, then one character per choice."""
     head = (f"w{bounds.workers}r{bounds.reports}f{bounds.faults}m{bounds.max_failures}"
             f"p{bounds.max_preemption_failures}n{bounds.ranks_per_node}"
+            f"{'' if bounds.keep is None else f'k{bounds.keep}'}"
             f"{'' if bounds.reduce else 'u'}")
     return f"{head}-{''.join(_DIGITS[c] for c in choices)}"
 
@@ -45,14 +46,15 @@ def replay_id(bounds: Bounds, choices: tuple) -> str:
 def parse_replay_id(text: str) -> tuple[Bounds, tuple]:
     import re
 
-    match = re.fullmatch(r"w(\d+)r(\d+)f(\d+)m(-?\d+)p(-?\d+)n(\d+)(u?)-([0-9a-z]*)", text)
+    match = re.fullmatch(r"w(\d+)r(\d+)f(\d+)m(-?\d+)p(-?\d+)n(\d+)(?:k(\d+))?(u?)-([0-9a-z]*)",
+                         text)
     if not match:
         raise ValueError(f"--replay {text!r}: expected an ID such as w2r2f1m1p-1n2-0010 (as "
                          "a violation prints it)")
-    w, r, f, m, p, n, unreduced, digits = match.groups()
+    w, r, f, m, p, n, keep, unreduced, digits = match.groups()
     return (Bounds(workers=int(w), reports=int(r), faults=int(f), max_failures=int(m),
                    max_preemption_failures=int(p), ranks_per_node=int(n),
-                   reduce=not unreduced),
+                   keep=None if keep is None else int(keep), reduce=not unreduced),
             tuple(_DIGITS.index(c) for c in digits))
 
 

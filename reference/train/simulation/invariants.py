@@ -7,7 +7,7 @@ import pyarrow.fs as pafs
 
 from reference.train._internal.controller import states as S
 from reference.train._internal.storage import fs_utils
-from reference.train.simulation.world import Fit
+from reference.train.simulation.world import Fit, score
 
 
 def _complete(fit: Fit, path: str, world_size: int) -> bool:
@@ -48,15 +48,76 @@ def outcome(fit: Fit) -> list[str]:
     return []
 
 
+def _kept(fit: Fit, commits: int | None = None) -> set[str]:
+    """The checkpoints retention keeps after the first `commits` commits (all: None),
+    worked out here from what was committed: all of them, or with `keep` the `keep` best
+    scored plus the latest (Ray 2.60's rule)."""
+    committed = [(index, path) for _, index, path in fit.world.committed[:commits]]
+    keep = fit.world.bounds.keep
+    if keep is None or not committed:
+        return {path for _, path in committed}
+    best = sorted(committed, key=lambda c: score(c[0]), reverse=True)[:keep]
+    return {path for _, path in best} | {committed[-1][1]}
+
+
 def acknowledged_checkpoints_kept(fit: Fit) -> list[str]:
-    """Every checkpoint acknowledged to a rank is, at the end, a complete folder (no
-    retention here: every checkpoint is kept)."""
-    out = []
+    """Every checkpoint acknowledged to a rank is, at the end, a complete folder, unless
+    retention removed it (`_kept`)."""
+    out, kept = [], _kept(fit)
+    evicted = {p for *_, p in fit.world.committed} - kept
     for attempt, rank, index, path in fit.world.acked:
-        if path is not None and not _complete(fit, path, fit.world.bounds.workers):
+        if path is None or path in evicted:
+            continue
+        if not _complete(fit, path, fit.world.bounds.workers):
             out.append(f"round {index}'s checkpoint was acknowledged to rank {rank} "
                        f"(attempt {attempt}) but is not complete on storage at the end")
     return sorted(set(out))
+
+
+def _folders(fit: Fit) -> frozenset:
+    run = fit.storage.experiment_fs_path
+    return frozenset(info.path for info in fit.fs.get_file_info(
+        pafs.FileSelector(run, allow_not_found=True))
+        if info.type == pafs.FileType.Directory and info.base_name.startswith("checkpoint_"))
+
+
+def retention(fit: Fit) -> list[str]:
+    """After every round registered and at the end, the checkpoint folders on storage are
+    exactly those retention keeps."""
+    def name(paths):
+        return sorted(p.rsplit("/", 1)[-1] for p in paths)
+
+    for commits, on_storage in [*fit.world.folders, (None, _folders(fit))]:
+        want = _kept(fit, commits)
+        if on_storage != want:
+            when = "at the end" if commits is None else f"after commit {commits}"
+            scores = [score(i) for _, i, _ in fit.world.committed[:commits]]
+            return [f"{when}: checkpoint folders {name(on_storage)}, expected {name(want)} "
+                    f"(num_to_keep={fit.world.bounds.keep}, scores {scores})"]
+    return []
+
+
+def rank0_metrics(fit: Fit) -> list[str]:
+    """Every registered checkpoint's metrics are rank 0's."""
+    return [f"{r.dir_name} was registered with the metrics of rank {r.metrics.get('rank')}"
+            for r in fit.manager.checkpoint_results if r.metrics.get("rank") != 0]
+
+
+def whole_group_restarts(fit: Fit) -> list[str]:
+    """A failure ends its attempt: no rank of a group goes on after one of its ranks
+    failed (the whole group is restarted, never one rank)."""
+    return [f"attempt {a}: rank {rank} went on ({phase}) after a rank of its group failed"
+            for a, rank, phase in sorted(set(fit.world.after_failure))][:1]
+
+
+def backend_shutdown(fit: Fit) -> list[str]:
+    """A finished fit's last group was shut down gracefully (its backend's on_shutdown
+    ran)."""
+    if isinstance(fit.state, S.Finished) and fit.world.shutdowns and \
+            not fit.world.shutdowns[-1][1]:
+        return [f"attempt {fit.world.shutdowns[-1][0]} finished but its group was stopped "
+                "without the backend's shutdown"]
+    return []
 
 
 def restores_latest(fit: Fit) -> list[str]:
@@ -97,7 +158,8 @@ def final_checkpoint(fit: Fit) -> list[str]:
 
 
 ALL = (terminates, outcome, acknowledged_checkpoints_kept, restores_latest,
-       nothing_half_visible, final_checkpoint)
+       nothing_half_visible, final_checkpoint, retention, rank0_metrics, whole_group_restarts,
+       backend_shutdown)
 
 
 def violations(fit: Fit) -> list[str]:

@@ -61,6 +61,16 @@ class Bounds:
     max_preemption_failures: int = -1
     #: offer one rank's progress at a time (explore.py, "Reduction"); False: every rank's
     reduce: bool = True
+    #: CheckpointConfig(num_to_keep) with checkpoint_score_attribute="score" (see `score`);
+    #: None: every checkpoint is kept, no score attribute
+    keep: int | None = None
+
+
+def score(index: int) -> int:
+    """Round `index`'s reported score: distinct for the first 101 rounds and not monotonic
+    (round 1 scores below round 0), so that retention by score keeps an older checkpoint
+    over the latest one."""
+    return (50 - 37 * index) % 101
 
 
 class Pruned(BaseException):
@@ -165,6 +175,12 @@ class World:
         self.charged: list[str] = []
         self.upload_failed = False
         self.committed: list[tuple[int, int, str]] = []  # attempt, round, path
+        #: (commits so far, checkpoint folders on storage) after each round registered
+        self.folders: list[tuple[int, frozenset]] = []
+        #: (attempt, graceful) of each group shut down
+        self.shutdowns: list[tuple[int, bool]] = []
+        #: (attempt, rank, what) of each rank that went on after a rank of its group failed
+        self.after_failure: list[tuple[int, int, str]] = []
         self.clock = VirtualClock()
 
     def log(self, line: str) -> None:
@@ -197,12 +213,24 @@ class World:
                 c.setup_failures, records, getattr(latest, "dir_name", None),
                 m.current_report_index, files,
                 tuple((r, s.step, s.phase) for r, s in sorted(group.ranks.items())),
-                tuple(repr(e) for e in group.queued), group.down, timeout, self.clock.now,
+                tuple(repr(e) for e in group.queued), group.down, group.failed, timeout,
+                self.clock.now, tuple(self.shutdowns), tuple(self.after_failure),
+                hash(tuple(self.folders)),
                 self.faults_left, self.charged.count("worker_group"),
                 self.charged.count("preemption"), self.upload_failed,
                 tuple(sorted({p for *_, p in self.acked})),
                 tuple(sorted(self.restored.items())),
                 self.committed[-1][2] if self.committed else None)
+
+    def snapshot_folders(self) -> None:
+        """The checkpoint folders on storage now, with how many commits came before."""
+        import pyarrow.fs as pafs
+
+        run = f"{ROOT}/{RUN}"
+        folders = frozenset(i.path for i in self.fs.get_file_info(
+            pafs.FileSelector(run, allow_not_found=True))
+            if i.type == pafs.FileType.Directory and i.base_name.startswith("checkpoint_"))
+        self.folders.append((len(self.committed), folders))
 
     def spend_fault(self) -> bool:
         return self.faults_left > 0
@@ -226,9 +254,17 @@ class SimGroup(WorkerGroup):
     def __init__(self, world: World, spec: GroupSpec, fs, start_step: int):
         self.world, self.spec, self.fs = world, spec, fs
         self.world_size = spec.num_workers
+        self.start_step = start_step
         self.ranks = {r: Rank(start_step) for r in range(spec.num_workers)}
         self.queued: list = []  # events already decided (a node loss's other ranks)
         self.down = False
+        self.failed = False  # a rank of this group failed
+
+    def respawn(self, rank: int) -> None:
+        """A fresh process for `rank` alone, running the function from the group's start
+        (what a broken controller may do; a correct one restarts the whole group)."""
+        self.ranks[rank] = Rank(self.start_step)
+        self.world.log(f"a{self.spec.attempt}: rank {rank} restarted alone")
 
     # -------------------------------------------------------------- the ranks
     def _progress(self) -> list[int]:
@@ -260,11 +296,12 @@ class SimGroup(WorkerGroup):
         a = self.spec.attempt
         while True:
             options = self._options()
-            if not options or timeout == 0:
-                if timeout is None:
-                    raise RuntimeError("livelock: the controller waits forever, no rank can act")
-                self.world.clock.now += timeout  # nothing can happen: time passes
-                return None
+            if timeout == 0:
+                return None  # the controller collects what already happened, nothing more
+            if not options:
+                # Nothing can happen any more (no monitor runs here: what the controller
+                # would do on a timeout is log that a round waits): it would wait forever.
+                raise RuntimeError("livelock: the controller waits forever, no rank can act")
             kind, who = options[self.world.scheduler.choose(
                 [f"{k} {w}" for k, w in options],
                 state=lambda: self.world.state(self, timeout))]
@@ -274,6 +311,7 @@ class SimGroup(WorkerGroup):
                     return event
                 continue
             self.world.faults_left -= 1
+            self.failed = True
             if kind == "crash":
                 self.ranks[who].phase = "dead"
                 self.world.log(f"a{a}: rank {who} dies")
@@ -294,6 +332,8 @@ class SimGroup(WorkerGroup):
 
     def _step_rank(self, rank: int):
         state, a = self.ranks[rank], self.spec.attempt
+        if self.failed:
+            self.world.after_failure.append((a, rank, state.phase))
         if state.step >= self.world.bounds.reports:
             state.phase = "done"
             self.world.log(f"a{a}: rank {rank} returns")
@@ -312,7 +352,8 @@ class SimGroup(WorkerGroup):
             return None
         state.phase = "waiting"
         self.world.log(f"a{a}: rank {rank} reports round {k}")
-        return Report(rank, k, {"step": k}, staged=True, checkpoint_dir_name=f"checkpoint_{k}")
+        return Report(rank, k, {"step": k, "rank": rank, "score": score(k)}, staged=True,
+                      checkpoint_dir_name=f"checkpoint_{k}")
 
     # -------------------------------------------------------------- the controller's side
     def ack(self, rank: int, ack: Ack) -> None:
@@ -320,13 +361,18 @@ class SimGroup(WorkerGroup):
         if state.phase != "waiting" or self.down:
             return  # a rank that died: the ack goes nowhere, as in a real group
         path = getattr(ack.checkpoint, "path", None)
+        if path is not None and not any(a == self.spec.attempt and i == ack.index
+                                        for a, _, i, _ in self.world.acked):
+            self.world.snapshot_folders()  # the round is registered: retention has run
         self.world.acked.append((self.spec.attempt, rank, ack.index, path))
         state.phase, state.step = "run", ack.index + 1
 
     def shutdown(self, graceful: bool = True) -> None:
         if not self.down:
             self.down = True
-            self.world.log(f"a{self.spec.attempt}: group shut down")
+            self.world.shutdowns.append((self.spec.attempt, graceful))
+            self.world.log(f"a{self.spec.attempt}: group shut down"
+                           + ("" if graceful else " (no backend shutdown)"))
 
 
 class SimFactory(WorkerGroupFactory):
@@ -379,7 +425,9 @@ def simulate(bounds: Bounds, choices: tuple = (), controller_cls=Controller,
     fs = pa_fs._MockFileSystem()
     fs.create_dir(ROOT)
     storage = StorageContext(ROOT, RUN, storage_filesystem=fs)
-    manager = manager_cls(storage, CheckpointConfig())
+    manager = manager_cls(storage, CheckpointConfig() if bounds.keep is None else
+                          CheckpointConfig(num_to_keep=bounds.keep,
+                                           checkpoint_score_attribute="score"))
     prefix = fs_utils.join(storage.experiment_fs_path, f"{fs_utils.TEMP_PREFIX}stage-sim")
 
     def commit_round(attempt: int, index: int, dir_name: str | None, metrics):

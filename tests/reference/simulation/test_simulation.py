@@ -68,10 +68,32 @@ def test_the_fault_vocabulary_reaches_every_kind_and_both_endings():
     assert {"end: FINISHED", "end: ERRORED", "end: OSError"} <= endings, endings
 
 
+#: the invariant that must catch each variant first, and the bounds it needs beyond SMALL
+CAUGHT_BY = {
+    "ack-before-commit": ("acknowledged_checkpoints_kept", {}),
+    "charge-twice": ("outcome", {}),
+    "drops-latest": ("acknowledged_checkpoints_kept", {"keep": 1}),
+    "ignores-max-failures": ("outcome", {}),
+    "keep-staging": ("nothing_half_visible", {}),
+    "preemption-as-failure": ("outcome", {}),
+    "rank1-metrics": ("rank0_metrics", {}),
+    "registers-incomplete": ("acknowledged_checkpoints_kept", {}),
+    "restarts-only-failed-worker": ("whole_group_restarts", {}),
+    "restore-oldest": ("final_checkpoint", {}),
+    "skips-backend-shutdown": ("backend_shutdown", {}),
+}
+
+
+def test_every_variant_is_listed_with_the_invariant_that_catches_it():
+    assert set(CAUGHT_BY) == set(VARIANTS)
+
+
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_every_broken_variant_is_caught_with_a_small_replayable_schedule(variant):
-    found = minimal_violation(SMALL, variant)
+    check, extra = CAUGHT_BY[variant]
+    found = minimal_violation(dataclasses.replace(SMALL, **extra), variant)
     assert found is not None, variant
+    assert found.lines[0].startswith(f"{check}: "), found.lines
     assert found.size <= 3, (variant, found.choices)
     bounds = found.fit.world.bounds
     again_bounds, choices = parse_replay_id(replay_id(bounds, found.choices))
@@ -161,6 +183,10 @@ def test_the_command_line_reports_on_its_last_line_and_exits_by_the_verdict():
     again = _cli(*replay.split()[3:])
     assert again.returncode == 1 and "the upload of round 0 fails" in again.stdout
     assert _cli("--list-variants").stdout.split() == sorted(VARIANTS)
+    kept = _cli("--workers", "2", "--reports", "3", "--faults", "0", "--keep", "1",
+                "--variant", "drops-latest")
+    assert kept.returncode == 1 and "replay: " in kept.stdout, kept.stdout
+    assert "k1-" in kept.stdout  # the replay ID carries num_to_keep
     wrong = _cli("--workers", "0")
     assert wrong.returncode == 2 and "--workers 0: must be >= 1" in wrong.stderr
     assert "expected an ID" in _cli("--replay", "nonsense").stderr
