@@ -157,9 +157,22 @@ def final_checkpoint(fit: Fit) -> list[str]:
     return [] if got == want else [f"the finished fit's latest checkpoint is {got}, not {want}"]
 
 
+def journal(fit: Fit) -> list[str]:
+    """The checkers the conformance suite runs on real journals (`histories.journal`), on
+    the simulated fit's journal: every attempt's ranks are 0..N-1 once each and contiguous
+    per node, and each restarted attempt restores at least the latest step acknowledged on
+    every rank before it."""
+    from histories import journal as shared
+
+    events = fit.world.journal
+    return [f"{v.name}: {v.reason}" for v in (
+        shared.ranks_complete(events), shared.contiguous_per_node(events),
+        shared.restores_latest(events)) if v.status == "invalid"]
+
+
 ALL = (terminates, outcome, acknowledged_checkpoints_kept, restores_latest,
        nothing_half_visible, final_checkpoint, retention, rank0_metrics, whole_group_restarts,
-       backend_shutdown)
+       backend_shutdown, journal)
 
 
 def violations(fit: Fit) -> list[str]:

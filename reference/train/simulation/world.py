@@ -169,6 +169,13 @@ class World:
         self.bounds, self.scheduler = bounds, scheduler
         self.faults_left = bounds.faults
         self.history: list[str] = []
+        #: the ranks' events in the journal format of `histories.journal` (start, report,
+        #: reported), which the shared checkers judge (invariants.journal)
+        self.journal: list[dict] = []
+        #: the shared checkers' verdicts on the attempts before the current one, and the
+        #: latest step acknowledged on every rank of them (what the current attempt's
+        #: verdicts depend on): kept in the state instead of the journal itself
+        self.journal_past: tuple = ()
         self.acked: list[tuple[int, int, int, str | None]] = []  # attempt, rank, round, path
         self.restored: dict[int, str | None] = {}  # attempt -> checkpoint path
         #: the budget each failed attempt is charged to: "worker_group" or "preemption"
@@ -185,6 +192,26 @@ class World:
 
     def log(self, line: str) -> None:
         self.history.append(line)
+
+    def record(self, **event) -> None:
+        self.journal.append(event)
+
+    def start_attempt(self, attempt: int) -> None:
+        from histories import journal
+
+        verdicts = tuple((v.name, v.status, v.reason) for v in (
+            journal.ranks_complete(self.journal), journal.contiguous_per_node(self.journal),
+            journal.restores_latest(self.journal)))
+        acked = [s for a in journal.attempts(self.journal)
+                 for s in journal.acknowledged_steps(self.journal, a)]
+        self.journal_past = (verdicts, max(acked, default=None))
+
+    def _journal_now(self, attempt: int) -> tuple:
+        mine = [e for e in self.journal if e["attempt"] == attempt]
+        return (self.journal_past,
+                tuple((e["ev"], e["rank"], e.get("step"), repr(e.get("restored")))
+                      for e in mine if e["ev"] == "start"),
+                frozenset((e["ev"], e["rank"], e["step"]) for e in mine if e["ev"] != "start"))
 
     def state(self, group: SimGroup, timeout: float | None) -> tuple:
         """Everything the rest of a fit and its verdict depend on, at a choice point of
@@ -215,7 +242,7 @@ class World:
                 tuple((r, s.step, s.phase) for r, s in sorted(group.ranks.items())),
                 tuple(repr(e) for e in group.queued), group.down, group.failed, timeout,
                 self.clock.now, tuple(self.shutdowns), tuple(self.after_failure),
-                hash(tuple(self.folders)),
+                hash(tuple(self.folders)), self._journal_now(group.spec.attempt),
                 self.faults_left, self.charged.count("worker_group"),
                 self.charged.count("preemption"), self.upload_failed,
                 tuple(sorted({p for *_, p in self.acked})),
@@ -265,6 +292,17 @@ class SimGroup(WorkerGroup):
         (what a broken controller may do; a correct one restarts the whole group)."""
         self.ranks[rank] = Rank(self.start_step)
         self.world.log(f"a{self.spec.attempt}: rank {rank} restarted alone")
+        self.record_start(rank)
+
+    def record_start(self, rank: int) -> None:
+        per = self.world.bounds.ranks_per_node
+        node = rank // per
+        self.world.record(
+            ev="start", rank=rank, attempt=self.spec.attempt, world_size=self.world_size,
+            local_rank=rank % per,
+            local_world_size=len([r for r in range(self.world_size) if r // per == node]),
+            node_rank=node, node_id=f"node-{node}",
+            restored=None if self.start_step == 0 else {"step": self.start_step - 1})
 
     # -------------------------------------------------------------- the ranks
     def _progress(self) -> list[int]:
@@ -352,6 +390,8 @@ class SimGroup(WorkerGroup):
             return None
         state.phase = "waiting"
         self.world.log(f"a{a}: rank {rank} reports round {k}")
+        self.world.record(ev="report", rank=rank, attempt=a, step=k, checkpoint=True,
+                          world_size=self.world_size)
         return Report(rank, k, {"step": k, "rank": rank, "score": score(k)}, staged=True,
                       checkpoint_dir_name=f"checkpoint_{k}")
 
@@ -365,6 +405,7 @@ class SimGroup(WorkerGroup):
                                         for a, _, i, _ in self.world.acked):
             self.world.snapshot_folders()  # the round is registered: retention has run
         self.world.acked.append((self.spec.attempt, rank, ack.index, path))
+        self.world.record(ev="reported", rank=rank, attempt=self.spec.attempt, step=ack.index)
         state.phase, state.step = "run", ack.index + 1
 
     def shutdown(self, graceful: bool = True) -> None:
@@ -391,7 +432,11 @@ class SimFactory(WorkerGroupFactory):
         self.world.restored[spec.attempt] = path
         self.world.log(f"a{spec.attempt}: group of {spec.num_workers} starts at round {start}"
                        + (f" from {path.rsplit('/', 1)[-1]}" if path else ""))
-        return SimGroup(self.world, spec, self.fs, start)
+        self.world.start_attempt(spec.attempt)
+        group = SimGroup(self.world, spec, self.fs, start)
+        for rank in range(spec.num_workers):
+            group.record_start(rank)
+        return group
 
     def wait_for_change(self, timeout: float) -> None:
         raise RuntimeError("the simulated cluster always has room for the group")
