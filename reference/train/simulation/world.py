@@ -178,9 +178,13 @@ class World:
         self.journal_past: tuple = ()
         self.acked: list[tuple[int, int, int, str | None]] = []  # attempt, rank, round, path
         self.restored: dict[int, str | None] = {}  # attempt -> checkpoint path
+        self.starts: dict[int, int] = {}  # attempt -> the round its ranks start at
         #: the budget each failed attempt is charged to: "worker_group" or "preemption"
         self.charged: list[str] = []
         self.upload_failed = False
+        #: each fault as it landed: ("crash", attempt, rank, step, phase), ("node" or
+        #: "preempt", attempt, node, ranks), ("upload", attempt, round)
+        self.faults: list[tuple] = []
         self.committed: list[tuple[int, int, str]] = []  # attempt, round, path
         #: (commits so far, checkpoint folders on storage) after each round registered
         self.folders: list[tuple[int, frozenset]] = []
@@ -273,6 +277,7 @@ class World:
             return False
         self.faults_left -= 1
         self.upload_failed = True
+        self.faults.append(("upload", attempt, index))
         self.log(f"a{attempt}: the upload of round {index} fails")
         return True
 
@@ -351,6 +356,8 @@ class SimGroup(WorkerGroup):
             self.world.faults_left -= 1
             self.failed = True
             if kind == "crash":
+                self.world.faults.append(("crash", a, who, self.ranks[who].step,
+                                          self.ranks[who].phase))
                 self.ranks[who].phase = "dead"
                 self.world.log(f"a{a}: rank {who} dies")
                 self.world.charged.append("worker_group")
@@ -360,6 +367,7 @@ class SimGroup(WorkerGroup):
                     if r // per == who and s.phase not in ("dead", "done")]
             how = "is preempted" if kind == "preempt" else "is lost"
             self.world.log(f"a{a}: node {who} {how} (ranks {lost})")
+            self.world.faults.append((kind, a, who, tuple(lost)))
             self.world.charged.append("preemption" if kind == "preempt" else "worker_group")
             for r in lost:
                 self.ranks[r].phase = "dead"
@@ -430,6 +438,7 @@ class SimFactory(WorkerGroupFactory):
             with self.fs.open_input_stream(f"{path}/step") as f:
                 start = int(f.read().decode()) + 1
         self.world.restored[spec.attempt] = path
+        self.world.starts[spec.attempt] = start
         self.world.log(f"a{spec.attempt}: group of {spec.num_workers} starts at round {start}"
                        + (f" from {path.rsplit('/', 1)[-1]}" if path else ""))
         self.world.start_attempt(spec.attempt)
