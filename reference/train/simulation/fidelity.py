@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from reference.train.simulation.world import Fit
+from reference.train.simulation.world import Fit, checkpoint_folders
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,14 +52,9 @@ def fault_plan(fit: Fit) -> tuple[PlannedCrash, ...] | None:
 
 
 def verdict(fit: Fit) -> Verdict:
-    import pyarrow.fs as pafs
-
-    run = fit.storage.experiment_fs_path
-    kept = sorted(int(i.base_name.rsplit("_", 1)[1]) for i in fit.fs.get_file_info(
-        pafs.FileSelector(run, allow_not_found=True))
-        if i.type == pafs.FileType.Directory and i.base_name.startswith("checkpoint_"))
-    restored = tuple(None if start == 0 else start - 1
-                     for _, start in sorted(fit.world.starts.items()))
     from reference.train._internal.controller import states as S
 
+    kept = sorted(int(p.rsplit("_", 1)[1]) for p in checkpoint_folders(fit.fs))
+    restored = tuple(None if start == 0 else start - 1
+                     for _, start in sorted(fit.world.starts.items()))
     return Verdict(isinstance(fit.state, S.Finished), restored, tuple(kept))

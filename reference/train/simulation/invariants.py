@@ -7,7 +7,7 @@ import pyarrow.fs as pafs
 
 from reference.train._internal.controller import states as S
 from reference.train._internal.storage import fs_utils
-from reference.train.simulation.world import Fit, score
+from reference.train.simulation.world import Fit, checkpoint_folders, score
 
 
 def _complete(fit: Fit, path: str, world_size: int) -> bool:
@@ -74,20 +74,13 @@ def acknowledged_checkpoints_kept(fit: Fit) -> list[str]:
     return sorted(set(out))
 
 
-def _folders(fit: Fit) -> frozenset:
-    run = fit.storage.experiment_fs_path
-    return frozenset(info.path for info in fit.fs.get_file_info(
-        pafs.FileSelector(run, allow_not_found=True))
-        if info.type == pafs.FileType.Directory and info.base_name.startswith("checkpoint_"))
-
-
 def retention(fit: Fit) -> list[str]:
     """After every round registered and at the end, the checkpoint folders on storage are
     exactly those retention keeps."""
     def name(paths):
         return sorted(p.rsplit("/", 1)[-1] for p in paths)
 
-    for commits, on_storage in [*fit.world.folders, (None, _folders(fit))]:
+    for commits, on_storage in [*fit.world.folders, (None, checkpoint_folders(fit.fs))]:
         want = _kept(fit, commits)
         if on_storage != want:
             when = "at the end" if commits is None else f"after commit {commits}"

@@ -73,6 +73,15 @@ def score(index: int) -> int:
     return (50 - 37 * index) % 101
 
 
+def checkpoint_folders(fs) -> frozenset:
+    """The paths of the `checkpoint_*` folders in the run folder."""
+    import pyarrow.fs as pafs
+
+    return frozenset(i.path for i in fs.get_file_info(
+        pafs.FileSelector(f"{ROOT}/{RUN}", allow_not_found=True))
+        if i.type == pafs.FileType.Directory and i.base_name.startswith("checkpoint_"))
+
+
 class Pruned(BaseException):
     """Raised at a choice point whose state the explorer has seen: the rest of this run is
     covered by the run that saw it first (explore.py, "States"). A BaseException, so that no
@@ -255,13 +264,7 @@ class World:
 
     def snapshot_folders(self) -> None:
         """The checkpoint folders on storage now, with how many commits came before."""
-        import pyarrow.fs as pafs
-
-        run = f"{ROOT}/{RUN}"
-        folders = frozenset(i.path for i in self.fs.get_file_info(
-            pafs.FileSelector(run, allow_not_found=True))
-            if i.type == pafs.FileType.Directory and i.base_name.startswith("checkpoint_"))
-        self.folders.append((len(self.committed), folders))
+        self.folders.append((len(self.committed), checkpoint_folders(self.fs)))
 
     def spend_fault(self) -> bool:
         return self.faults_left > 0
