@@ -10,6 +10,7 @@ cluster stays up (warm node supervisors) until `shutdown()` or interpreter exit.
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import threading
 
@@ -17,9 +18,14 @@ import threading
 PRELOAD = ("reference.train._internal.worker_group.worker", "reference.train", "pyarrow.fs",
            "cloudpickle", "reference.data", "reference.tune")
 
+#: how long a fit waits for the nodes to import what it asked for (they import in parallel)
+PRELOAD_TIMEOUT_S = 300.0
+
 _lock = threading.RLock()
 _cluster = None
 _owned = False
+_preloaded: set = set()  # modules every node of the current cluster has (or was asked for)
+logger = logging.getLogger(__name__)
 
 
 def init(address: str | None = None, *, num_cpus: int | None = None,
@@ -53,6 +59,9 @@ def init(address: str | None = None, *, num_cpus: int | None = None,
                 raise ValueError("When connecting to an existing cluster, num_cpus and "
                                  "num_gpus must not be provided.")
             _cluster, _owned = simcluster.connect(address), False
+            # A cluster someone else started may not have preloaded the runtime: ask its
+            # nodes to import it once, or every worker would (a third of a second each).
+            _request_preload(PRELOAD + tuple(preload) + imported_frameworks())
             return _cluster
         _check_count("num_cpus", num_cpus)
         _check_count("num_gpus", num_gpus)
@@ -64,6 +73,7 @@ def init(address: str | None = None, *, num_cpus: int | None = None,
         _cluster = simcluster.Cluster(nodes=[spec], preload=PRELOAD + preload)
         _cluster.__enter__()
         _owned = True
+        _preloaded.update(PRELOAD + preload)
         return _cluster
 
 
@@ -95,6 +105,7 @@ def shutdown() -> None:
     with _lock:
         cluster, owned = _cluster, _owned
         _cluster, _owned = None, False
+        _preloaded.clear()
     if cluster is not None:
         if owned:
             cluster.__exit__(None, None, None)
@@ -107,13 +118,34 @@ def is_initialized() -> bool:
 
 
 def ensure_cluster(preload: tuple = ()):
-    """The current cluster, starting the embedded default one on first use (its node
-    supervisors import `preload` once, e.g. the first trainer's framework)."""
+    """The current cluster, starting the embedded default one on first use. Its nodes
+    import `preload` (e.g. the trainer's framework) once: at the start of an embedded
+    cluster, else by a preload request, so no worker pays for it."""
     with _lock:
         if _cluster is None:
             address = os.environ.get("SIMCLUSTER_ADDRESS")
             init(address=address, preload=() if address else preload)
+        _request_preload(preload)
         return _cluster
+
+
+def _request_preload(modules: tuple) -> None:
+    """Ask every node of the cluster to import `modules` it was not asked for yet (under
+    `_lock`). A failure only costs speed: the workers import what they need themselves."""
+    missing = [m for m in dict.fromkeys(modules) if m not in _preloaded]
+    ask = getattr(_cluster, "preload", None)
+    if not missing or ask is None:
+        return
+    _preloaded.update(missing)
+    try:
+        failed = ask(missing, timeout_s=PRELOAD_TIMEOUT_S)
+    except Exception as exc:  # noqa: BLE001 - an optimization, never a reason to fail
+        logger.warning("Preloading %s on the cluster's nodes failed (%s); each worker "
+                       "imports them itself.", missing, exc)
+        return
+    if failed:
+        logger.warning("Some nodes could not preload modules (each worker imports them "
+                       "itself there): %s", failed)
 
 
 atexit.register(shutdown)

@@ -19,6 +19,7 @@ Events recorded by a cluster (extra fields in brackets):
     message         [worker, direction: to_worker | from_worker, type, size]
     placement       [placement, strategy, bundles, nodes]
     placement_released [placement]
+    preload         [modules, nodes]             (`preload(modules)`: the nodes asked)
     fault           [action, node | worker, ...]   (kill_node, pause_node, kill_worker, ...)
                     a fault plan's faults also carry [step, trigger]
     worker_signal   [worker, node, signal]
@@ -48,7 +49,7 @@ _MESSAGE_BATCH = 256
 EVENTS = ("cluster_start", "cluster_stop", "node_up", "node_down", "node_paused",
           "node_resumed", "worker_start", "worker_exit", "message", "placement",
           "placement_released", "fault", "worker_signal", "upload", "plan_start", "plan_done",
-          "plan_skipped", "plan_unfired", "heal")
+          "plan_skipped", "plan_unfired", "heal", "preload")
 
 
 class History:

@@ -229,6 +229,22 @@ def _signal_same(pid: int, start: str, sig: int) -> bool:
         os.close(fd)
 
 
+def import_modules(modules) -> dict[str, str]:
+    """Import each module not imported yet (a `preload` request, in the factory or a node's
+    supervisor); {module: error} for those that failed, which stay unimported."""
+    import importlib
+
+    errors = {}
+    for module in modules:
+        if module in sys.modules:
+            continue
+        try:
+            importlib.import_module(module)
+        except BaseException as exc:  # noqa: BLE001 - reported to the caller as data
+            errors[module] = f"{type(exc).__name__}: {exc}"
+    return errors
+
+
 def spawn_factory(events_fd: int) -> subprocess.Popen:
     """Start the node factory (`node/factory_process.py`) in a new session. Its boot config, secret
     included, goes through its stdin, so it never shows up in argv or /proc/<pid>/environ;

@@ -11,17 +11,22 @@ each job's pair, the job's physical limit is measured in this process (`physical
 The table gives, per measure, the median over all samples, the min..max spread, the number
 of samples, the ratio reference/Ray of the medians and the limit.
 
-  1  fit() of a no-op 2-worker job on a warm cluster (one untimed fit, then N timed)
+  1  fit() of a no-op 2-worker job on a warm cluster (one untimed fit, then N timed), with
+     DataParallelTrainer, then with TorchTrainer imported after init() (a gloo process
+     group per fit; 50 fits in one process for the reference: flat or drifting)
      limit: two bare interpreters (`python -c pass`) started in parallel
   2  report() with metrics only, 2 workers: per-call median of K back-to-back reports
      limit: one loopback TCP round trip to an echo server in another process
   3  recovery: rank 1 SIGKILLs itself at its 2nd report (max_failures=1, a checkpoint with
-     every report); from the kill until the training function runs again on every rank
+     every report); from the kill until the training function runs again on every rank;
+     DataParallelTrainer, then TorchTrainer (the process group re-formed first)
      limit: SIGKILL + reap + two bare interpreters started in parallel
   4  one report() carrying 2 ranks x 128 MB of checkpoint files (max over ranks), and the
      same with delete_local_checkpoint_after_upload=True
      limit: `cp -r` of the same files; rename(2) of their folder
-  5  no-op fit() with 256 workers on 64 simulated nodes (reference only): time, peak RSS
+  5  no-op fit() with 256 workers on 64 simulated nodes (reference only): time, peak RSS;
+     then on a cluster built as a user does, without `preload=` (init(address=) asks the
+     nodes to preload the runtime)
      limit: forking 256 children of a small Python process
   6  the conformance suite's wall time (`python -m conformance run --impl X`), one round
   7  DDP overhead vs plain torch.distributed, as printed by ci/bench/torch_overhead.py
@@ -77,12 +82,14 @@ class Job:
 
 
 JOBS = {
-    "1": Job("1", "warm fit()", {"reference": {"fits": 10}, "ray": {"fits": 3}},
-             {"reference": {"fits": 2}, "ray": {"fits": 1}}, {"reference": 180, "ray": 420}),
+    "1": Job("1", "warm fit()", {"reference": {"fits": 10, "torch_fits": 50},
+                                 "ray": {"fits": 3, "torch_fits": 3}},
+             {"reference": {"fits": 2, "torch_fits": 2}, "ray": {"fits": 1, "torch_fits": 1}},
+             {"reference": 240, "ray": 600}),
     "2": Job("2", "report() round trip", {"reference": {"k": 200}, "ray": {"k": 20}},
              {"reference": {"k": 50}, "ray": {"k": 5}}, {"reference": 120, "ray": 240}),
     "3": Job("3", "recovery after SIGKILL", {"reference": {}, "ray": {}},
-             {"reference": {}, "ray": {}}, {"reference": 120, "ray": 300}),
+             {"reference": {}, "ray": {}}, {"reference": 180, "ray": 480}),
     "4": Job("4", "checkpoint persistence", {"reference": {"size_mb": 128}, "ray": {"size_mb": 128}},
              {"reference": {"size_mb": 16}, "ray": {"size_mb": 16}},
              {"reference": 180, "ray": 300}),
@@ -108,9 +115,13 @@ class Metric:
 METRICS = [
     Metric("fit_s", "1", "fit(), no-op, 2 workers, warm cluster", "s",
            "python_pair_s", "2x `python -c pass`, in parallel"),
+    Metric("torch_fit_s", "1", "  same, TorchTrainer (imported after init())", "s",
+           "python_pair_s", "2x `python -c pass`, in parallel"),
     Metric("report_s", "2", "report(), metrics only, 2 workers (median per call)", "s",
            "tcp_rtt_s", "loopback TCP round trip"),
     Metric("recovery_s", "3", "SIGKILL of rank 1 -> train fn running again on all ranks", "s",
+           "kill_restart_s", "SIGKILL + reap + 2x `python -c pass`"),
+    Metric("torch_recovery_s", "3", "  same, TorchTrainer (process group re-formed)", "s",
            "kill_restart_s", "SIGKILL + reap + 2x `python -c pass`"),
     Metric("ckpt_copy_s", "4", "report() of 2 x {size_mb} MB checkpoint files", "s",
            "cp_s", "`cp -r` of the same files"),
@@ -126,6 +137,12 @@ METRICS = [
     Metric("scale_peak_rss", "5", "  peak RSS sum of the process tree", "bytes",
            "fork_many_rss", "RSS sum of {workers} forked children + parent"),
     Metric("scale_peak_used", "5", "  peak machine memory in use, above baseline", "bytes"),
+    Metric("scale_user_init_s", "5", "init(address=) on a user-built cluster (no preload=), "
+           "{nodes} nodes", "s"),
+    Metric("scale_user_fit_first_s", "5", "  then fit(), no-op, {workers} workers (1st)", "s",
+           "fork_many_s", "fork {workers} children of a Python process"),
+    Metric("scale_user_fit_s", "5", "  same, 2nd fit", "s",
+           "fork_many_s", "fork {workers} children of a Python process"),
     Metric("suite_s", "6", "conformance suite wall time", "s"),
     Metric("ddp_overhead", "7", "DDP overhead vs plain torch.distributed", "text"),
 ]

@@ -42,7 +42,16 @@ def train_module(impl: str):
     return reference.train
 
 
-def trainer_class(impl: str):
+def trainer_class(impl: str, kind: str = "data_parallel"):
+    """The no-op jobs' trainer. "torch": TorchTrainer (gloo process group per attempt),
+    imported only when asked for, i.e. after init(), as a script that calls init() first
+    meets it."""
+    if kind == "torch":
+        if impl == "ray":
+            from ray.train.torch import TorchTrainer
+        else:
+            from reference.train.torch import TorchTrainer
+        return TorchTrainer
     if impl == "ray":
         from ray.train.v2.api.data_parallel_trainer import DataParallelTrainer
 
@@ -79,9 +88,10 @@ def shutdown(impl: str) -> None:
 
 
 def make_trainer(impl: str, fn, storage: str, name: str, workers: int = 2,
-                 config: dict | None = None, max_failures: int = 0):
+                 config: dict | None = None, max_failures: int = 0,
+                 kind: str = "data_parallel"):
     t = train_module(impl)
-    return trainer_class(impl)(
+    return trainer_class(impl, kind)(
         fn,
         train_loop_config=config,
         scaling_config=t.ScalingConfig(num_workers=workers),
@@ -168,17 +178,28 @@ def checkpoint_loop(config):
 def job_fit(impl: str, params: dict, work: str) -> dict:
     """Job 1: fit() of a no-op 2-worker job on a warm cluster."""
     init(impl)
+    out: dict = {"metrics": {}, "notes": {}}
     try:
-        make_trainer(impl, noop_loop, work, "warmup").fit()
-        times = []
-        for i in range(params["fits"]):
-            trainer = make_trainer(impl, noop_loop, work, f"fit{i}")
+        for kind, key, fits in (("data_parallel", "fit_s", params["fits"]),
+                                ("torch", "torch_fit_s", params.get("torch_fits", 0))):
+            if not fits:
+                continue
             start = time.perf_counter()
-            trainer.fit()
-            times.append(time.perf_counter() - start)
+            make_trainer(impl, noop_loop, work, f"warmup-{kind}", kind=kind).fit()
+            out["notes"][f"{kind}_first_fit_s"] = time.perf_counter() - start
+            times = []
+            for i in range(fits):
+                trainer = make_trainer(impl, noop_loop, work, f"{kind}{i}", kind=kind)
+                start = time.perf_counter()
+                trainer.fit()
+                times.append(time.perf_counter() - start)
+            out["metrics"][key] = times
+            if len(times) >= 20:  # flat over many fits in one process, or drifting?
+                out["notes"][f"{kind}_first_10_median_s"] = statistics.median(times[:10])
+                out["notes"][f"{kind}_last_10_median_s"] = statistics.median(times[-10:])
     finally:
         shutdown(impl)
-    return {"metrics": {"fit_s": times}}
+    return out
 
 
 def job_report(impl: str, params: dict, work: str) -> dict:
@@ -196,17 +217,26 @@ def job_report(impl: str, params: dict, work: str) -> dict:
 
 
 def job_recovery(impl: str, params: dict, work: str) -> dict:
-    """Job 3: from rank 1's SIGKILL until the training function runs again on every rank."""
+    """Job 3: from rank 1's SIGKILL until the training function runs again on every rank;
+    DataParallelTrainer, then TorchTrainer (its process group re-formed before the function
+    runs again), each on a fresh folder, one cluster."""
+    out: dict = {"metrics": {}, "notes": {}}
     init(impl)
     try:
-        make_trainer(impl, recovery_loop, work, "recovery", max_failures=1,
-                     config={"impl": impl, "dir": work}).fit()
+        for kind, key in (("data_parallel", "recovery_s"), ("torch", "torch_recovery_s")):
+            if kind == "torch" and not params.get("torch", True):
+                continue
+            run_dir = os.path.join(work, kind)
+            os.makedirs(run_dir)
+            make_trainer(impl, recovery_loop, os.path.join(work, "storage"), f"recovery-{kind}",
+                         max_failures=1, config={"impl": impl, "dir": run_dir}, kind=kind).fit()
+            killed = read_json(os.path.join(run_dir, "kill.json"))
+            restarted = [read_json(os.path.join(run_dir, f"restart_{r}.json")) for r in range(2)]
+            out["metrics"][key] = [max(restarted) - killed]
+            out["notes"][f"{kind}_per_rank_s"] = [r - killed for r in restarted]
     finally:
         shutdown(impl)
-    killed = read_json(os.path.join(work, "kill.json"))
-    restarted = [read_json(os.path.join(work, f"restart_{r}.json")) for r in range(2)]
-    return {"metrics": {"recovery_s": [max(restarted) - killed]},
-            "notes": {"per_rank_s": [r - killed for r in restarted]}}
+    return out
 
 
 def job_checkpoint(impl: str, params: dict, work: str) -> dict:
@@ -268,9 +298,28 @@ def job_scale(impl: str, params: dict, work: str) -> dict:
                     fits.append(time.perf_counter() - start)
             finally:
                 shutdown(impl)
-    return {"metrics": {"scale_cluster_s": [cluster_s], "scale_fit_first_s": [fits[0]],
-                        "scale_fit_s": [fits[1]], "scale_peak_rss": [float(peak.peak_bytes)],
-                        "scale_peak_used": [float(peak.peak_used_bytes - peak.base_used_bytes)]},
+    metrics = {"scale_cluster_s": [cluster_s], "scale_fit_first_s": [fits[0]],
+               "scale_fit_s": [fits[1]], "scale_peak_rss": [float(peak.peak_bytes)],
+               "scale_peak_used": [float(peak.peak_used_bytes - peak.base_used_bytes)]}
+    if params.get("user_built", True):
+        # A cluster as a user builds it, with no `preload=`: reference.init(address=...)
+        # asks its nodes to import the runtime (timed as part of init), then the fits.
+        with simcluster.Cluster(nodes=[simcluster.NodeSpec(cpus=4)] * nodes) as cluster:
+            start = time.perf_counter()
+            init(impl, address=cluster.address)
+            metrics["scale_user_init_s"] = [time.perf_counter() - start]
+            try:
+                user_fits = []
+                for i in range(2):
+                    trainer = make_trainer(impl, noop_loop, work, f"user{i}", workers=workers)
+                    start = time.perf_counter()
+                    trainer.fit()
+                    user_fits.append(time.perf_counter() - start)
+            finally:
+                shutdown(impl)
+        metrics["scale_user_fit_first_s"] = [user_fits[0]]
+        metrics["scale_user_fit_s"] = [user_fits[1]]
+    return {"metrics": metrics,
             "notes": {"nodes": nodes, "workers": workers, "peak_processes": peak.peak_procs,
                       "rss_samples": peak.samples,
                       "sampler_cpu_s": peak.sampler_cpu_s, "rss_before_fit": idle_rss}}

@@ -266,7 +266,20 @@ def child_main(args, train_fn) -> None:
     initialize Ray or the reference, run the given fits, shut down, write the results."""
     if args.child == "plain":
         train_fn(json.loads(args.config))
-        return
+        # The work is done and rank 0 has written its result. With torch 2.13 a process
+        # that has run the Trainer under torchrun can abort while the interpreter shuts
+        # down ("terminate called without an active exception", SIGABRT with no Python
+        # frame: a C++ thread still joinable at exit), about one launch in 30 on a loaded
+        # machine, which fails the launch after its work. So leave the process group,
+        # flush and leave without the interpreter's finalization.
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            dist.barrier()
+            dist.destroy_process_group()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     jobs = json.loads(args.config)
     out: dict = {"fits": []}
     if args.child == "ray":

@@ -4,13 +4,15 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
-import pandas as pd
 import pyarrow.fs
 
 from reference.train._checkpoint import Checkpoint
 from reference.train._exceptions import TrainingFailedError
+
+if TYPE_CHECKING:  # pandas is imported where a frame is built: a worker never needs it
+    import pandas as pd
 
 SNAPSHOT_FILE = "checkpoint_manager_snapshot.json"
 _NOT_FOUND = object()
@@ -36,7 +38,7 @@ class Result:
     checkpoint: Optional[Checkpoint]
     error: Optional[TrainingFailedError]
     path: str
-    metrics_dataframe: Optional[pd.DataFrame] = None
+    metrics_dataframe: Optional["pd.DataFrame"] = None
     best_checkpoints: Optional[list[tuple[Checkpoint, dict[str, Any]]]] = None
     _storage_filesystem: Optional[pyarrow.fs.FileSystem] = None
     return_value: Optional[Any] = None
@@ -109,6 +111,8 @@ class Result:
         state = read_result_state(fs, run_path)
         best = [(Checkpoint(ckpt_path, fs), metrics) for ckpt_path, metrics in state.best]
         latest_path, latest_metrics = state.latest if state.latest else (None, None)
+        import pandas as pd
+
         return cls(
             metrics=latest_metrics,
             checkpoint=Checkpoint(latest_path, fs) if latest_path is not None else None,

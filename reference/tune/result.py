@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-import pandas as pd
 import pyarrow.fs
 
 from reference.train import Checkpoint
 from reference.train import Result as _TrainResult
+
+if TYPE_CHECKING:  # imported where a frame is built: a worker never needs pandas
+    import pandas as pd
 
 
 @dataclass
@@ -69,6 +71,8 @@ _AUTO_KEYS = {"timestamp", "checkpoint_dir_name", "done", "training_iteration", 
 def _frame(results: list[dict]) -> Optional[pd.DataFrame]:
     if not results:
         return None
+    import pandas as pd
+
     from reference.tune.stopper import flatten
 
     return pd.DataFrame([flatten(r) for r in results])

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-import pandas as pd
 import pyarrow.fs
 
 from reference.tune.result import Result, trial_result
 from reference.tune.stopper import flatten
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SCOPES = ("all", "last", "avg", "last-5-avg", "last-10-avg")
 
@@ -120,6 +122,8 @@ class ResultGrid:
             if not row:
                 continue
             rows.append({**flatten(row), "logdir": trial.path})
+        import pandas as pd
+
         return pd.DataFrame(rows)
 
     def __repr__(self) -> str:

@@ -12,7 +12,14 @@ from .._spec import Node, NodeSpec
 from ..faults.plan import FaultPlan
 from ..faults.runner import PlanRun
 from ..frontend.endpoint import Endpoint, Placement, WorkerHandle
-from ..frontend.start_args import blob_for, check_env, check_event, check_tags, resolve_target
+from ..frontend.start_args import (
+    blob_for,
+    check_env,
+    check_event,
+    check_modules,
+    check_tags,
+    resolve_target,
+)
 from ..providers.base import Provider
 from ..providers.registry import make_provider
 from .driver import Driver
@@ -134,6 +141,18 @@ class Cluster(Endpoint):
 
     def resume_node(self, node: Node | str) -> None:
         self._driver.resume_node(node)
+
+    def preload(self, modules: Sequence[str], *, timeout_s: float = 60.0) -> dict:
+        """Import `modules` in every node's supervisor now, and in the node factory, so
+        that every worker started from now on begins with them imported (a worker otherwise
+        imports what its function needs itself, once per worker). For a cluster started
+        without `preload=`, by whoever connects to it: e.g. a training library asks for its
+        runtime once. Waits for the nodes that are up; returns {node id: {module: error}}
+        for nodes where an import failed or that did not answer within `timeout_s`, empty
+        when every node has them. The imports run in single-threaded processes that fork:
+        the same caveat as `preload=` (a module that starts threads at import relies on
+        its own fork handling)."""
+        return self._driver.preload_modules(check_modules(modules), timeout_s)
 
     def total_resources(self) -> dict[str, float]:
         with self._driver.lock:

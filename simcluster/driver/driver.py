@@ -24,7 +24,7 @@ from .._keys import write_key
 from .._wire import CTRL, loads
 from .factory_client import NodeFactory
 from .loop import Loop
-from .node_ops import NodeOps, NodeRec
+from .node_ops import NodeOps, NodeRec, PreloadCall
 from .placement import from_units
 from .resources import ResourceBook
 from .rpc import ClientSession
@@ -48,6 +48,7 @@ class Driver(NodeOps, WorkerOps):
             self.listener.close()
             raise
         self.history, self.preload, self.grace_s = history, preload, grace_s
+        self.requested: tuple[str, ...] = ()  # `preload()` requests: imported where they can be
         self.lock = threading.RLock()
         self.cond = threading.Condition(self.lock)
         self.book = ResourceBook()
@@ -57,6 +58,8 @@ class Driver(NodeOps, WorkerOps):
         self.owners: dict[str, object] = {}       # placement id -> owner
         self.worker_clients: dict[str, list] = {}  # worker id -> clients opened inside it
         self._node_ids, self._worker_ids = itertools.count(), itertools.count()
+        self._preload_ids = itertools.count()
+        self.preloads: dict[int, PreloadCall] = {}  # preload calls waiting for nodes
         self.closed = False
         self.loop = Loop(self.listener, self.secret, on_auth=self._on_auth,
                          on_frame=self._on_frame, on_close=self._on_close)
@@ -155,6 +158,10 @@ class Driver(NodeOps, WorkerOps):
                                 pid=rec.pid, resources=rec.node.spec.total_resources(),
                                 labels=dict(rec.node.spec.labels))
             self.cond.notify_all()
+            late = [m for m in self.requested if m not in rec.preload]
+            rec.asked.update(rec.preload, late)
+        if late:  # a preload request came while it was starting: unwaited, like a paused one
+            self._tell_node(rec, {"op": "preload", "id": None, "modules": late})
         rec.up.set()
         rec.settled.set()
         return True
@@ -165,7 +172,11 @@ class Driver(NodeOps, WorkerOps):
         elif conn.role == "client":
             conn.data.on_frame(kind, payload)
         elif kind == CTRL:
-            self._node_says(loads(payload))
+            msg = loads(payload)
+            if msg["op"] == "preloaded":
+                self._preloaded(conn.data, msg)
+            else:
+                self._node_says(msg)
 
     def _on_close(self, conn) -> None:
         if conn.data is None:
@@ -192,6 +203,8 @@ class Driver(NodeOps, WorkerOps):
                 return
             self.closed = True
             self.cond.notify_all()
+            for call in self.preloads.values():
+                call.done.set()
             live = [r for r in self.nodes.values() if r.node.state != "down"]
             for rec in [*live, *self.starting.values()]:
                 rec.down_reason = "shutdown"

@@ -38,6 +38,20 @@ class NodeFactory:
         except OSError:
             self._gone()
 
+    def preload(self, modules: list[str]) -> None:
+        """Loop thread only: the factory imports `modules` (a factory started later imports
+        them at boot), so that every node forked from now on starts with them."""
+        requested = self._boot.setdefault("requested", [])
+        requested.extend(m for m in modules if m not in requested)
+        if self._proc is None:
+            return
+        try:
+            with self._lock:
+                self._proc.stdin.write((json.dumps({"op": "preload", "modules": modules}) + "\n").encode())
+                self._proc.stdin.flush()
+        except OSError:
+            self._gone()
+
     def _start(self) -> None:
         events_r, events_w = os.pipe()
         try:

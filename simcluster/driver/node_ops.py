@@ -36,6 +36,24 @@ class NodeRec:
         # frozen before it has armed its parent-death signal (see node.supervisor._start).
         self.start_lock = threading.Lock()
         self.pids: set[int] = set()   # every process of the node, for the final death check
+        self.preload: tuple = ()      # the modules its boot imports (the factory's, at spawn)
+        self.asked: set[str] = set()  # modules it imported at boot or was asked to since
+        self.preload_errors: dict[str, str] = {}  # module -> why its import failed here
+
+
+class PreloadCall:
+    """One `preload` request: the nodes still to answer."""
+
+    def __init__(self, nodes: set[str]):
+        self.left = set(nodes)
+        self.done = threading.Event()
+        if not self.left:
+            self.done.set()
+
+    def settle(self, node_id: str) -> None:
+        self.left.discard(node_id)
+        if not self.left:
+            self.done.set()
 
 
 class NodeOps:
@@ -69,8 +87,10 @@ class NodeOps:
             rec.spawn_error = "the cluster closed"
             rec.settled.set()
             return
+        rec.preload = (*self.preload, *self.requested)
         self.provider.spawn(rec.node, {"node_id": rec.node.id, "node_address": rec.node.address,
                                        "address": self.address, "preload": list(self.preload),
+                                       "requested": list(self.requested),
                                        "env": {**os.environ, **rec.node.spec.env}, **extra},
                             self.factory, lambda msg: self.loop.call_soon(self._factory_event, msg))
 
@@ -92,6 +112,47 @@ class NodeOps:
             if rec is not None:
                 rec.exit = (msg["code"], msg["signal"])
                 rec.settled.set()
+
+    def preload_modules(self, modules: list[str], timeout_s: float) -> dict[str, dict[str, str]]:
+        """Every node imports `modules` in its supervisor, so that the workers it forks from
+        now on start with them; nodes started later get them from the factory (or at boot).
+        A node is asked for a module once: asking again costs nothing. Waits for the nodes
+        that are up (a paused node imports when resumed, unwaited); returns {node id:
+        {module: error}} for the nodes where an import of `modules` failed or that did not
+        answer within `timeout_s` ({"*": ...}); empty when every node has them."""
+        with self.lock:
+            self._check_open("preload")
+            self.requested = (*self.requested, *(m for m in modules if m not in self.requested))
+            live = {i: r for i, r in self.nodes.items() if r.node.state != "down"}
+            todo = {i: [m for m in modules if m not in r.asked] for i, r in live.items()}
+            todo = {i: ms for i, ms in todo.items() if ms}
+            call_id = next(self._preload_ids)
+            call = self.preloads[call_id] = PreloadCall(
+                {i for i in todo if live[i].node.state == "up"})
+            for node_id, missing in todo.items():
+                live[node_id].asked.update(missing)
+            if todo:
+                self.history.record("preload", modules=list(modules), nodes=sorted(todo))
+        self.loop.call_soon(self.factory.preload, list(modules))
+        for node_id, missing in todo.items():
+            self._tell_node(live[node_id], {"op": "preload", "id": call_id, "modules": missing})
+        finished = call.done.wait(timeout_s)
+        with self.lock:
+            self.preloads.pop(call_id, None)
+            errors = {i: {m: e for m, e in r.preload_errors.items() if m in modules}
+                      for i, r in live.items()}
+            if not finished:
+                for node_id in call.left:
+                    errors[node_id] = {"*": f"no answer within timeout_s={timeout_s}"}
+        return {i: e for i, e in errors.items() if e}
+
+    def _preloaded(self, rec: NodeRec, msg: dict) -> None:
+        """Loop thread: a node's answer to a preload request."""
+        with self.lock:
+            rec.preload_errors.update(msg["errors"])
+            call = self.preloads.get(msg["id"])
+            if call is not None:
+                call.settle(rec.node.id)
 
     def _await_up(self, rec: NodeRec, deadline: float) -> None:
         rec.settled.wait(max(0.0, deadline - time.monotonic()))
@@ -187,6 +248,8 @@ class NodeOps:
             self.book.remove_node(rec.node.id)
             self.history.record("node_down", node=rec.node.id, reason=reason)
             self.cond.notify_all()
+            for call in self.preloads.values():
+                call.settle(rec.node.id)  # nothing to wait for: a node that comes back is new
             pending = list(rec.workers)
             if not pending:
                 rec.gone.set()

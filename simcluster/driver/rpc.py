@@ -140,5 +140,8 @@ class ClientSession:
     def rpc_kill_node(self, node_id, timeout_s) -> None:
         self.driver.kill_node(node_id, timeout_s)
 
+    def rpc_preload(self, modules, timeout_s) -> dict:
+        return self.driver.preload_modules(modules, timeout_s)
+
     def rpc_pause_node(self, node_id, paused) -> None:
         self.driver.pause_node(node_id, paused)

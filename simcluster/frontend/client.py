@@ -35,7 +35,14 @@ from .._wire import (
     send_frame,
 )
 from .endpoint import Endpoint, Placement, WorkerHandle
-from .start_args import blob_for, check_env, check_event, check_tags, resolve_target
+from .start_args import (
+    blob_for,
+    check_env,
+    check_event,
+    check_modules,
+    check_tags,
+    resolve_target,
+)
 
 
 def connect(address: str, *, secret: bytes | None = None, timeout_s: float = 10.0):
@@ -98,6 +105,10 @@ class ClusterClient(Endpoint):
 
     def resume_node(self, node) -> None:
         self._call("pause_node", getattr(node, "id", node), False)
+
+    def preload(self, modules: Sequence[str], *, timeout_s: float = 60.0) -> dict:
+        """See `Cluster.preload`."""
+        return self._call("preload", check_modules(modules), timeout_s)
 
     def total_resources(self) -> dict[str, float]:
         return self._call("resources", "total")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from .._wire import dumps
 from .endpoint import Bundle, Placement
@@ -77,6 +77,17 @@ def check_event(name: object, fields: Mapping) -> None:
     except (TypeError, ValueError) as exc:
         raise TypeError(f"record_event({name!r}, ...): the fields must be JSON-able: "
                         f"{exc}") from None
+
+
+def check_modules(modules: object) -> list[str]:
+    """`preload(modules)`: a sequence of dotted module names (a single str is refused: it
+    would be read as its letters)."""
+    if isinstance(modules, (str, bytes)) or not isinstance(modules, Sequence) or not all(
+            isinstance(m, str) and m and all(part.isidentifier() for part in m.split("."))
+            for m in modules):
+        raise TypeError(f"preload(modules={modules!r}): expected a list or tuple of dotted "
+                        "module names, e.g. ['torch', 'mypackage.train']")
+    return list(dict.fromkeys(modules))
 
 
 def check_env(env: object) -> dict[str, str]:

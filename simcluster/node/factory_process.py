@@ -6,7 +6,9 @@ and shares its pages. So the driver starts this process once, and it forks each 
 supervisor, which then makes itself a session and process group of its own (`setsid`).
 
     driver -> factory (stdin, JSON lines)   first the boot config (address, secret, ...),
-                                            then {"node_id", "node_address", "env"} per node
+                                            then {"node_id", "node_address", "env"} per node,
+                                            or {"op": "preload", "modules"}: import them, so
+                                            that nodes forked after start with them
     factory -> driver (events fd, lines)    {"node_id", "pid"} | {"node_id", "error"} after
                                             a fork; {"pid", "code", "signal"} when a
                                             supervisor exits (reaped via its pidfd)
@@ -22,6 +24,7 @@ the supervisors, because it forks.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
@@ -29,7 +32,7 @@ import selectors
 import signal
 import sys
 
-from .._proc import die_with_parent, enter_netns, exit_fields, on_signal
+from .._proc import die_with_parent, enter_netns, exit_fields, import_modules, on_signal
 
 
 def main() -> None:
@@ -40,7 +43,9 @@ def main() -> None:
     sys.path[:] = boot["sys_path"] + [p for p in sys.path if p not in boot["sys_path"]]
     for module in boot.get("preload", ()):
         importlib.import_module(module)
+    import_modules(boot.get("requested", ()))  # `preload()` requests: the nodes report failures
     from . import supervisor  # warm: every node needs it
+    gc.freeze()  # what is loaded now is never collected in a child, so never copied by it
     factory = Factory(stdin, os.fdopen(boot["events_fd"], "wb", buffering=0), boot, supervisor)
     on_signal(signal.SIGTERM, factory.leave)
     factory.run()
@@ -80,7 +85,12 @@ class Factory:
         self.buffer += data
         while b"\n" in self.buffer:
             line, self.buffer = self.buffer.split(b"\n", 1)
-            self._spawn(json.loads(line))
+            msg = json.loads(line)
+            if msg.get("op") == "preload":
+                import_modules(msg["modules"])
+                gc.freeze()  # a failure shows on the live nodes' replies
+            else:
+                self._spawn(msg)
 
     def leave(self):
         """Resume every node (a paused one could not act on its parent-death signal), exit."""

@@ -14,6 +14,8 @@ so an exit is seen, reaped and reported within one loop turn. Commands from the 
     kill  {worker, signal}           (signal a worker; its exit is reported as usual)
     stop  {grace_s}                  SIGTERM every worker, SIGKILL what is left after
                                      grace_s, report the exits, say `bye` and exit
+    preload {id, modules}            -> preloaded {id, errors}: import them here, so that
+                                     every worker forked after starts with them
     child exit                       -> exited {worker, code, signal}
 
 Nothing a worker starts outlives it. The supervisor and each worker are child subreapers, so
@@ -35,6 +37,7 @@ from its pidfd.
 
 from __future__ import annotations
 
+import gc
 import os
 import selectors
 import signal
@@ -42,7 +45,14 @@ import sys
 import time
 import traceback
 
-from .._proc import become_subreaper, exit_fields, kill_descendants, on_signal, reap
+from .._proc import (
+    become_subreaper,
+    exit_fields,
+    import_modules,
+    kill_descendants,
+    on_signal,
+    reap,
+)
 from .._wire import (
     CTRL,
     MAX_FRAME,
@@ -135,6 +145,12 @@ class Supervisor:
             pid = self.pids.get(msg["worker"])
             if pid is not None:
                 self._signal(pid, msg["signal"])
+        elif op == "preload":
+            # Blocks this loop for the imports (once per module and node); exits that happen
+            # meanwhile are reaped and reported right after.
+            errors = import_modules(msg["modules"])
+            gc.freeze()  # as the factory does: a worker's collections never touch these
+            self._send({"op": "preloaded", "id": msg["id"], "errors": errors})
         elif op == "stop":
             self.stop_at = time.monotonic() + msg["grace_s"]
             for pid in self.children:

@@ -45,6 +45,7 @@ import threading
 
 from .._errors import SimclusterError
 from .._keys import key_path
+from .._proc import import_modules
 from ..procfs import start_time
 from .base import Provider, base36
 
@@ -332,6 +333,7 @@ def node_main() -> None:
     # (a container's first process already leads its own session and group: setsid fails)
     for module in boot.get("preload", ()):  # as the node factory does for process nodes:
         importlib.import_module(module)      # each worker forks with them imported
+    import_modules(boot.get("requested", ()))  # `preload()` requests, as the factory does
     from ..node.supervisor import run_node
 
     run_node(boot)

@@ -111,3 +111,58 @@ def test_rejected_backend_config_is_a_controller_error_and_leaks_nothing(tmp_pat
         lambda: 7, scaling_config=t.ScalingConfig(num_workers=2),
         run_config=t.RunConfig(storage_path=str(tmp_path), name="good")).fit()
     assert result.return_value == 7
+
+
+def _modules_of_a_fresh_worker(cluster, modules):
+    def probe(names):
+        import sys
+
+        return [m for m in names if m in sys.modules]
+
+    return cluster.start_worker(cluster.nodes[0].id, probe, (list(modules),)).wait(10).result
+
+
+def test_connecting_preloads_the_runtime_on_a_cluster_started_without_it(fresh):
+    # A cluster the user built with no `preload=`: connecting asks its nodes to import the
+    # worker runtime once, so no worker of any later fit imports it itself.
+    import simcluster
+
+    with simcluster.Cluster(nodes=[simcluster.NodeSpec(cpus=2)] * 2) as cluster:
+        assert "reference.train" not in _modules_of_a_fresh_worker(cluster, reference.PRELOAD)
+        reference.init(address=cluster.address)
+        assert _modules_of_a_fresh_worker(cluster, reference.PRELOAD) == list(reference.PRELOAD)
+        asked = [e for e in cluster.history.events() if e["event"] == "preload"]
+        assert len(asked) == 1 and set(reference.PRELOAD) <= set(asked[0]["modules"])
+        assert asked[0]["nodes"] == [n.id for n in cluster.nodes]
+        reference.shutdown()
+
+
+@pytest.mark.slow
+def test_a_trainer_imported_after_init_has_its_framework_preloaded(fresh, tmp_path):
+    # reference.init() first, the torch trainer imported after: the fit asks the nodes for
+    # the backend's modules before its workers start (before, every worker imported torch).
+    # (If this process imported the trainer earlier, init() preloads it at the start.)
+    import sys
+
+    imported_before = "reference.train.torch" in sys.modules
+    cluster = reference.init(num_cpus=2)
+    from reference.train.torch import TorchTrainer
+    from reference.train.torch._config import TorchBackend
+
+    wanted = list(TorchBackend.preload_modules)
+    if not imported_before:  # a bare fork of the node does not have torch yet
+        assert "torch" not in _modules_of_a_fresh_worker(cluster, wanted)
+
+    def preloads():
+        return [e for e in cluster.history.events() if e["event"] == "preload"]
+
+    for name in ("late", "late2"):
+        TorchTrainer(lambda: None, scaling_config=t.ScalingConfig(num_workers=2),
+                     run_config=t.RunConfig(storage_path=str(tmp_path), name=name)).fit()
+        # The node itself has them now: a bare fork of it starts with them imported.
+        assert _modules_of_a_fresh_worker(cluster, wanted) == wanted
+        # One request at the first fit (none if init() preloaded it), none at the second.
+        asked = preloads()
+        assert len(asked) == (0 if imported_before else 1)
+        if asked:
+            assert set(asked[0]["modules"]) <= set(wanted) and "torch" in asked[0]["modules"]

@@ -30,11 +30,15 @@ def thread_count(resources_per_worker: dict) -> int:
 def loaded_openmp_runtimes() -> list[str]:
     """Paths of the OpenMP runtimes mapped into this process."""
     try:
-        with open("/proc/self/maps") as maps:
-            paths = {line.split()[-1] for line in maps if "/lib" in line and (
-                "libgomp" in line or "libiomp" in line or "libomp" in line)}
+        with open("/proc/self/maps", "rb") as maps:
+            text = maps.read()
     except OSError:
         return []
+    if b"libgomp" not in text and b"libiomp" not in text and b"libomp" not in text:
+        return []  # the common case, found without splitting hundreds of lines per worker
+    paths = {line.split()[-1].decode(errors="replace") for line in text.splitlines()
+             if b"/lib" in line and (b"libgomp" in line or b"libiomp" in line
+                                     or b"libomp" in line)}
     return sorted(p for p in paths if p.startswith("/"))
 
 

@@ -47,6 +47,7 @@ from reference.train._internal.session import Session, set_session
 from reference.train._internal.storage import fs_utils
 from reference.train._internal.storage.snapshot import encode_json, read_snapshot
 from reference.train._internal.storage.storage_context import validate_checkpoint_dir_name
+from reference.train._internal.worker_group import threads
 from reference.train._internal.worker_group.api import (
     Ack,
     Collective,
@@ -68,6 +69,7 @@ from reference.train._report_config import (
     ReportedCheckpoint,
     ReportedCheckpointStatus,
 )
+from simcluster import ChannelClosed
 
 #: folder-name limit assumed where the file system does not say (POSIX NAME_MAX)
 DEFAULT_NAME_MAX = 255
@@ -391,9 +393,6 @@ def worker_main(boot: WorkerBoot, channel):
     The training function's exception is the worker's outcome (the cluster carries it
     back to the controller); its value is sent as `Finished`, so the worker stays up for
     on_shutdown."""
-    from reference.train._internal.worker_group import threads
-    from simcluster import ChannelClosed
-
     os.environ.update(boot.env)
     threads.apply(boot.spec.resources_per_worker)
     session = WorkerSession(boot, channel)
