@@ -122,7 +122,8 @@ class NodeOps:
         answer within `timeout_s` ({"*": ...}); empty when every node has them."""
         with self.lock:
             self._check_open("preload")
-            self.requested = (*self.requested, *(m for m in modules if m not in self.requested))
+            new = [m for m in modules if m not in self.requested and m not in self.preload]
+            self.requested = (*self.requested, *new)
             live = {i: r for i, r in self.nodes.items() if r.node.state != "down"}
             todo = {i: [m for m in modules if m not in r.asked] for i, r in live.items()}
             todo = {i: ms for i, ms in todo.items() if ms}
@@ -133,7 +134,8 @@ class NodeOps:
                 live[node_id].asked.update(missing)
             if todo:
                 self.history.record("preload", modules=list(modules), nodes=sorted(todo))
-        self.loop.call_soon(self.factory.preload, list(modules))
+        if new:
+            self.loop.call_soon(self.factory.preload, new)
         for node_id, missing in todo.items():
             self._tell_node(live[node_id], {"op": "preload", "id": call_id, "modules": missing})
         finished = call.done.wait(timeout_s)

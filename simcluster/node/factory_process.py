@@ -24,7 +24,6 @@ the supervisors, because it forks.
 
 from __future__ import annotations
 
-import gc
 import importlib
 import json
 import os
@@ -45,7 +44,6 @@ def main() -> None:
         importlib.import_module(module)
     import_modules(boot.get("requested", ()))  # `preload()` requests: the nodes report failures
     from . import supervisor  # warm: every node needs it
-    gc.freeze()  # what is loaded now is never collected in a child, so never copied by it
     factory = Factory(stdin, os.fdopen(boot["events_fd"], "wb", buffering=0), boot, supervisor)
     on_signal(signal.SIGTERM, factory.leave)
     factory.run()
@@ -87,8 +85,7 @@ class Factory:
             line, self.buffer = self.buffer.split(b"\n", 1)
             msg = json.loads(line)
             if msg.get("op") == "preload":
-                import_modules(msg["modules"])
-                gc.freeze()  # a failure shows on the live nodes' replies
+                import_modules(msg["modules"])  # a failure shows on the live nodes' replies
             else:
                 self._spawn(msg)
 

@@ -37,7 +37,6 @@ from its pidfd.
 
 from __future__ import annotations
 
-import gc
 import os
 import selectors
 import signal
@@ -149,7 +148,6 @@ class Supervisor:
             # Blocks this loop for the imports (once per module and node); exits that happen
             # meanwhile are reaped and reported right after.
             errors = import_modules(msg["modules"])
-            gc.freeze()  # as the factory does: a worker's collections never touch these
             self._send({"op": "preloaded", "id": msg["id"], "errors": errors})
         elif op == "stop":
             self.stop_at = time.monotonic() + msg["grace_s"]
