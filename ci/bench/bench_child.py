@@ -266,6 +266,20 @@ def job_checkpoint(impl: str, params: dict, work: str) -> dict:
                       "local_left_after_move": [os.path.exists(d) for d in local]}}
 
 
+def _two_noop_fits(impl: str, work: str, name: str, workers: int) -> list[float]:
+    """Two timed no-op fits on the cluster `init()` connected to, then `shutdown()`."""
+    try:
+        fits = []
+        for i in range(2):
+            trainer = make_trainer(impl, noop_loop, work, f"{name}{i}", workers=workers)
+            start = time.perf_counter()
+            trainer.fit()
+            fits.append(time.perf_counter() - start)
+        return fits
+    finally:
+        shutdown(impl)
+
+
 def job_scale(impl: str, params: dict, work: str) -> dict:
     """Job 5: no-op fit() with many workers on many simulated nodes (reference only)."""
     if impl != "reference":
@@ -289,15 +303,7 @@ def job_scale(impl: str, params: dict, work: str) -> dict:
             cluster_s = time.perf_counter() - start
             idle_rss = tree_rss_bytes(os.getpid())[0]
             init(impl, address=cluster.address)
-            try:
-                fits = []
-                for i in range(2):
-                    trainer = make_trainer(impl, noop_loop, work, f"scale{i}", workers=workers)
-                    start = time.perf_counter()
-                    trainer.fit()
-                    fits.append(time.perf_counter() - start)
-            finally:
-                shutdown(impl)
+            fits = _two_noop_fits(impl, work, "scale", workers)
     metrics = {"scale_cluster_s": [cluster_s], "scale_fit_first_s": [fits[0]],
                "scale_fit_s": [fits[1]], "scale_peak_rss": [float(peak.peak_bytes)],
                "scale_peak_used": [float(peak.peak_used_bytes - peak.base_used_bytes)]}
@@ -308,15 +314,7 @@ def job_scale(impl: str, params: dict, work: str) -> dict:
             start = time.perf_counter()
             init(impl, address=cluster.address)
             metrics["scale_user_init_s"] = [time.perf_counter() - start]
-            try:
-                user_fits = []
-                for i in range(2):
-                    trainer = make_trainer(impl, noop_loop, work, f"user{i}", workers=workers)
-                    start = time.perf_counter()
-                    trainer.fit()
-                    user_fits.append(time.perf_counter() - start)
-            finally:
-                shutdown(impl)
+            user_fits = _two_noop_fits(impl, work, "user", workers)
         metrics["scale_user_fit_first_s"] = [user_fits[0]]
         metrics["scale_user_fit_s"] = [user_fits[1]]
     return {"metrics": metrics,
