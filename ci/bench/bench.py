@@ -456,7 +456,11 @@ def render_doc_block(report: dict, chart: str | None) -> str:
         "",
         "1. One untimed `fit()` of a no-op 2-worker `DataParallelTrainer`, then N timed "
         f"(reference {_param(report, '1', 'reference', 'fits')}, "
-        f"Ray {_param(report, '1', 'ray', 'fits')} per round). Limit: two bare interpreters started in parallel.",
+        f"Ray {_param(report, '1', 'ray', 'fits')} per round). Then the same with "
+        "`TorchTrainer`, imported after `init()` as a script that calls `init()` first does "
+        f"(reference {_param(report, '1', 'reference', 'torch_fits')}, "
+        f"Ray {_param(report, '1', 'ray', 'torch_fits')} per round; the medians of the first "
+        "and last 10 are in benchmarks.json). Limit: two bare interpreters started in parallel.",
         "2. In the training function, one untimed `report()` then K timed back-to-back "
         f"metrics-only reports (reference {_param(report, '2', 'reference', 'k')}, "
         f"Ray {_param(report, '2', 'ray', 'k')}); rank 0's per-call median, one sample "
@@ -464,7 +468,9 @@ def render_doc_block(report: dict, chart: str | None) -> str:
         "process.",
         "3. `max_failures=1`, a checkpoint with every report; rank 1 writes `time.time()` and "
         "SIGKILLs itself before its 2nd report; each rank of the next attempt writes "
-        "`time.time()` when the function starts; figure = latest start - kill. Limit: "
+        "`time.time()` when the function starts; figure = latest start - kill. Then the same "
+        "with `TorchTrainer` (the gloo process group is formed again before the function "
+        "runs). Limit: "
         "SIGKILL + reap + two bare interpreters started in parallel.",
         "4. Each rank reports a folder holding one file of random bytes (written before the "
         "fit, on the storage's file system) in one `report()`, after a metrics-only report that "
@@ -480,8 +486,10 @@ def render_doc_block(report: dict, chart: str | None) -> str:
         "supervisors, workers) every 50 ms (RSS counts pages shared between forked processes "
         "once per process, so the sum overstates real use); the machine's memory in use "
         "(MemTotal - MemAvailable) above its level before the cluster started is given beside "
-        f"it. Limit: forking {_param(report, '5', 'reference', 'workers')} children of a small "
-        "Python process.",
+        f"it. Then a cluster of the same nodes built without `preload=`, as a user builds "
+        "one: `reference.init(address=...)` (timed: it asks the nodes to preload the runtime) "
+        "and two no-op fits. Limit: forking "
+        f"{_param(report, '5', 'reference', 'workers')} children of a small Python process.",
         "6. Wall time of `python -m conformance run --impl X` (one round; the exit status and "
         "pytest's summary line are in benchmarks.json).",
         "7. The figure printed by `ci/bench/torch_overhead.py` (n/a when it is absent).",
