@@ -16,18 +16,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from reference._lazy import LazyModule
 from reference.data import _block
 from reference.data._dataset import Dataset, MaterializedDataset
 from reference.data._files import list_files, resolve
 from reference.data._plan import RangeRead, TableRead, Task, part_bounds
 
-
-def _pds():
-    """pyarrow.dataset, imported on first use: it brings pandas, which a training worker
-    that never reads files should not pay for (in import time and in every fork)."""
-    import pyarrow.dataset
-
-    return pyarrow.dataset
+pds = LazyModule("pyarrow.dataset")  # it brings pandas: imported when files are read
 
 #: rows per in-memory block for from_items / from_numpy
 ITEMS_PER_BLOCK = 1 << 14
@@ -154,7 +149,7 @@ def _file_dataset(paths, filesystem, file_format, file_extensions, partitioning)
         raise ValueError(f"paths={paths!r}: no files found"
                          + (f" with extensions {file_extensions}" if file_extensions else "")
                          + ".")
-    dataset = _pds().dataset(files, format=file_format, filesystem=fs, partitioning=partitioning,
+    dataset = pds.dataset(files, format=file_format, filesystem=fs, partitioning=partitioning,
                           partition_base_dir=base)
     return dataset, list(dataset.get_fragments()), fs
 
@@ -172,7 +167,7 @@ def read_parquet(paths, *, filesystem=None, columns: list[str] | None = None,
     """A parquet file, folder of files, or list of them: one task per row group. Of
     pyarrow's arguments, `filter` (a pyarrow.dataset expression) is pushed into the scan."""
     filter = _pyarrow_args("read_parquet", arrow_parquet_args, ("filter",)).get("filter")  # noqa: A001
-    fmt = _pds().ParquetFileFormat()
+    fmt = pds.ParquetFileFormat()
     dataset, fragments, fs = _file_dataset(paths, filesystem, fmt, file_extensions,
                                            partitioning)
     tasks = []
@@ -197,7 +192,7 @@ def read_csv(paths, *, filesystem=None, partitioning=None, file_extensions=None,
     `convert_options` pass through."""
     options = _pyarrow_args("read_csv", arrow_csv_args,
                             ("parse_options", "read_options", "convert_options"))
-    return _read_text(paths, filesystem, _pds().CsvFileFormat(**options), file_extensions,
+    return _read_text(paths, filesystem, pds.CsvFileFormat(**options), file_extensions,
                       partitioning)
 
 
@@ -207,5 +202,5 @@ def read_json(paths, *, lines: bool = False, filesystem=None, partitioning=None,
     other layout, whatever `lines` says), one task per file; pyarrow.json's
     `parse_options` and `read_options` pass through."""
     options = _pyarrow_args("read_json", arrow_json_args, ("parse_options", "read_options"))
-    return _read_text(paths, filesystem, _pds().JsonFileFormat(**options), file_extensions,
+    return _read_text(paths, filesystem, pds.JsonFileFormat(**options), file_extensions,
                       partitioning)

@@ -8,22 +8,11 @@ from typing import Any, Optional, Union
 
 import pyarrow.fs
 
+from reference._lazy import LazyModule
 from reference.train._checkpoint import Checkpoint
 from reference.train._exceptions import TrainingFailedError
 
-
-class _Pandas:
-    """`pd`, imported on first use: a training worker never builds a frame, and pandas
-    would cost it a fifth of a second of imports and make every fork of a preloaded node
-    slower. The annotations below still resolve (`typing.get_type_hints(Result)`)."""
-
-    def __getattr__(self, name: str):
-        import pandas
-
-        return getattr(pandas, name)
-
-
-pd = _Pandas()
+pd = LazyModule("pandas")  # a worker never builds a frame
 
 SNAPSHOT_FILE = "checkpoint_manager_snapshot.json"
 _NOT_FOUND = object()

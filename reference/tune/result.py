@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 import pyarrow.fs
 
+from reference._lazy import LazyModule
 from reference.train import Checkpoint
 from reference.train import Result as _TrainResult
 
-if TYPE_CHECKING:  # imported where a frame is built: a worker never needs pandas
-    import pandas as pd
+pd = LazyModule("pandas")  # a trial's worker never builds a frame
 
 
 @dataclass
@@ -71,8 +71,6 @@ _AUTO_KEYS = {"timestamp", "checkpoint_dir_name", "done", "training_iteration", 
 def _frame(results: list[dict]) -> Optional[pd.DataFrame]:
     if not results:
         return None
-    import pandas as pd
-
     from reference.tune.stopper import flatten
 
     return pd.DataFrame([flatten(r) for r in results])

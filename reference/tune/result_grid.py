@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import pyarrow.fs
 
+from reference._lazy import LazyModule
 from reference.tune.result import Result, trial_result
 from reference.tune.stopper import flatten
 
-if TYPE_CHECKING:
-    import pandas as pd
+pd = LazyModule("pandas")
 
 SCOPES = ("all", "last", "avg", "last-5-avg", "last-10-avg")
 
@@ -122,8 +122,6 @@ class ResultGrid:
             if not row:
                 continue
             rows.append({**flatten(row), "logdir": trial.path})
-        import pandas as pd
-
         return pd.DataFrame(rows)
 
     def __repr__(self) -> str:
