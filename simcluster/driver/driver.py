@@ -158,8 +158,8 @@ class Driver(NodeOps, WorkerOps):
                                 pid=rec.pid, resources=rec.node.spec.total_resources(),
                                 labels=dict(rec.node.spec.labels))
             self.cond.notify_all()
-            late = [m for m in self.requested if m not in rec.preload]
-            rec.asked.update(rec.preload, late)
+            late = [m for m in self.requested if m not in rec.asked]
+            rec.asked.update(late)
         if late:  # a preload request came while it was starting: unwaited, like a paused one
             self._tell_node(rec, {"op": "preload", "id": None, "modules": late})
         rec.up.set()

@@ -36,8 +36,7 @@ class NodeRec:
         # frozen before it has armed its parent-death signal (see node.supervisor._start).
         self.start_lock = threading.Lock()
         self.pids: set[int] = set()   # every process of the node, for the final death check
-        self.preload: tuple = ()      # the modules its boot imports (the factory's, at spawn)
-        self.asked: set[str] = set()  # modules it imported at boot or was asked to since
+        self.asked: set[str] = set()  # modules its boot imported (at spawn) or it was asked for
         self.preload_errors: dict[str, str] = {}  # module -> why its import failed here
 
 
@@ -87,7 +86,7 @@ class NodeOps:
             rec.spawn_error = "the cluster closed"
             rec.settled.set()
             return
-        rec.preload = (*self.preload, *self.requested)
+        rec.asked = {*self.preload, *self.requested}
         self.provider.spawn(rec.node, {"node_id": rec.node.id, "node_address": rec.node.address,
                                        "address": self.address, "preload": list(self.preload),
                                        "requested": list(self.requested),

@@ -82,7 +82,7 @@ def test_a_client_may_ask_and_a_failed_import_is_reported_per_node(make_cluster)
         client.close()
 
 
-def test_a_node_added_later_imports_a_module_that_failed_nowhere_yet(make_cluster):
+def test_a_module_that_cannot_be_imported_never_keeps_a_later_node_down(make_cluster):
     # A new node is forked from the factory after the request: even a module the factory
     # cannot import leaves the node up (the request is an optimization, never a failure).
     cluster = make_cluster(NodeSpec(cpus=1))
