@@ -9,9 +9,11 @@ shares the fullest device that still has room (best fit), so a bundle's device i
 so the first answer it finds is the heuristic one (PACK: onto nodes already used, after trying
 a single node; SPREAD: onto the least used node). Backtracking makes it exact for small
 requests, and two nodes in the same state are tried only once per level, which keeps
-homogeneous clusters linear. A step budget bounds pathological cases: an exhausted search
-means "unknown", never "impossible". Fractional device requests are packed greedily inside
-a node, which is exact when the fractions divide one another (1/2, 1/4, ...).
+homogeneous clusters linear in the bundles. The search keeps its path on an explicit stack,
+so a request of thousands of bundles needs no deep recursion. A step budget (distinct node
+states tried) bounds pathological cases: an exhausted search means "unknown", never
+"impossible". Fractional device requests are packed greedily inside a node, which is exact
+when the fractions divide one another (1/2, 1/4, ...).
 """
 
 from __future__ import annotations
@@ -164,8 +166,9 @@ def plan(bundles: Sequence[Bundle], strategy: str, nodes: Sequence[NodeView],
             return packed
     order = sorted(range(n), key=lambda i: _size(bundles[i]), reverse=True)
     used = [0] * len(nodes)
+    sigs = [node.signature() for node in nodes]   # kept current as bundles come and go
     chosen: list[tuple[int, dict] | None] = [None] * n
-    steps = [0]
+    steps = 0
 
     def candidates() -> list[int]:
         idx = range(len(nodes))
@@ -175,38 +178,56 @@ def plan(bundles: Sequence[Bundle], strategy: str, nodes: Sequence[NodeView],
             return sorted(idx, key=lambda i: (used[i], i))
         return [i for i in idx if not used[i]]  # STRICT_SPREAD
 
-    def search(k: int) -> bool:
-        if k == n:
-            return True
-        bundle = bundles[order[k]]
-        tried = set()
-        for ni in candidates():
-            node = nodes[ni]
-            steps[0] += 1
-            if steps[0] > budget:
-                raise SearchExhausted
-            sig = (node.signature(), strategy == "STRICT_SPREAD" and used[ni] > 0)
-            if sig in tried:
-                continue
-            tried.add(sig)
-            picks = node.take(bundle)
-            if picks is None:
-                continue
-            used[ni] += 1
-            chosen[order[k]] = (ni, picks)
-            if search(k + 1):
-                return True
-            used[ni] -= 1
-            chosen[order[k]] = None
-            node.give(bundle, picks)
-        return False
+    def unchoose(k: int) -> None:
+        ni, picks = chosen[order[k]]  # type: ignore[misc]
+        nodes[ni].give(bundles[order[k]], picks)
+        sigs[ni] = nodes[ni].signature()
+        used[ni] -= 1
+        chosen[order[k]] = None
 
+    # Depth first without recursion (a request may have thousands of bundles): one frame per
+    # placed bundle holds its candidate nodes, the next one to try and the node states tried.
+    # A step is one distinct (node state, bundle) try, so passing over nodes in a state already
+    # tried at this level (the full nodes PACK visits first, say) costs nothing.
+    frames: list[list] = [[candidates(), 0, set()]]
     try:
-        found = search(0)
+        while frames:
+            k = len(frames) - 1
+            if k == n:
+                break
+            frame = frames[k]
+            if chosen[order[k]] is not None:
+                unchoose(k)  # back here from a dead end below: take the next node instead
+            cands, pos, tried = frame
+            bundle = bundles[order[k]]
+            advanced = False
+            while pos < len(cands):
+                ni = cands[pos]
+                pos += 1
+                sig = (sigs[ni], strategy == "STRICT_SPREAD" and used[ni] > 0)
+                if sig in tried:
+                    continue
+                tried.add(sig)
+                steps += 1
+                if steps > budget:
+                    raise SearchExhausted
+                picks = nodes[ni].take(bundle)
+                if picks is None:
+                    continue
+                sigs[ni] = nodes[ni].signature()
+                used[ni] += 1
+                chosen[order[k]] = (ni, picks)
+                advanced = True
+                break
+            frame[1] = pos
+            if advanced:
+                frames.append([candidates(), 0, set()] if k + 1 < n else [])
+            else:
+                frames.pop()
     except SearchExhausted:
         _undo(bundles, nodes, chosen)
         raise
-    if not found:
+    if not frames:
         return None
     return [Assignment(nodes[ni].node_id, picks) for ni, picks in chosen]  # type: ignore[misc]
 

@@ -159,6 +159,21 @@ def test_homogeneous_scale_is_fast_and_spreads_evenly():
     assert book.try_place(book.check([{"CPU": 1}], "PACK"), "PACK") is None
 
 
+@pytest.mark.parametrize("strategy", ["PACK", "SPREAD"])
+def test_a_thousand_bundles_on_256_full_fitting_nodes_place(strategy):
+    # Every node is filled exactly: the search must neither run out of its
+    # step budget nor recurse once per bundle.
+    book = ResourceBook()
+    for i in range(256):
+        book.add_node(f"n{i}", {"CPU": 4})
+    held = book.try_place(book.check([{"CPU": 1}] * 1024, strategy), strategy)
+    assert held is not None and len(held.assignments) == 1024
+    counts = {}
+    for a in held.assignments:
+        counts[a.node_id] = counts.get(a.node_id, 0) + 1
+    assert len(counts) == 256 and set(counts.values()) == {4}
+
+
 @pytest.mark.parametrize("bad, match", [
     ([], "non-empty list"),
     ({"CPU": 1}, "non-empty list"),
