@@ -15,8 +15,8 @@ import os
 import threading
 
 #: modules node supervisors import once, so every forked worker starts with them loaded
-PRELOAD = ("reference.train._internal.worker_group.worker", "reference.train", "pyarrow.fs",
-           "cloudpickle", "reference.data", "reference.tune")
+PRELOAD = ("reference.train._internal.worker_group.worker", "simcluster.worker",
+           "reference.train", "pyarrow.fs", "cloudpickle", "reference.data", "reference.tune")
 
 #: how long a fit waits for the nodes to import what it asked for (they import in parallel)
 PRELOAD_TIMEOUT_S = 300.0

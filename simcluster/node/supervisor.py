@@ -50,6 +50,7 @@ from .._proc import (
     import_modules,
     kill_descendants,
     on_signal,
+    own_children,
     reap,
 )
 from .._wire import (
@@ -203,7 +204,13 @@ class Supervisor:
             reports.append({"op": "exited", "worker": worker, "code": code, "signal": sig})
         # Re-parented to us by the time a pidfd is readable (the kernel moves a dying
         # process's children before it notifies), so nothing escapes this walk.
-        left = kill_descendants([os.getpid()], spare=self.children)
+        # Most workers leave nothing: then the children are the live workers, and the walk
+        # of every process on the machine (quadratic over a group's exits) is skipped.
+        kids = own_children()
+        if kids is None or any(k not in self.children for k in kids):
+            left = kill_descendants([os.getpid()], spare=self.children)
+        else:
+            left = {}
         # Earlier leftovers that would not die in time get another look, but no more wait.
         self.unreaped = {**reap(self.unreaped, 0.0), **reap(left, LEFTOVER_WAIT_S)}
         for msg in reports:

@@ -74,6 +74,17 @@ def test_restores_latest():
     assert jc.restores_latest([start(0)]).status == "unknown"
 
 
+def test_restores_latest_acknowledged_by_counts_only_what_returned_by_then():
+    # steps 0 and 1 returned on both ranks at t=1 and t=2; a node was killed at t=2.5
+    # (a fault from outside the ranks); the restart restored step 0
+    events = [dict(e, t=1.0 + e["step"]) if e["ev"] == "reported" else e
+              for e in _acked_run(0)]
+    assert jc.acknowledged_steps(events, 0, by=1.5) == [0]
+    assert jc.restores_latest(events).status == "invalid"  # step 1 was acknowledged
+    assert jc.restores_latest(events, acknowledged_by=1.5).valid  # not yet by 1.5
+    assert jc.restores_latest(events, acknowledged_by=2.0).status == "invalid"
+
+
 def test_checkpoints_whole(tmp_path):
     import json
 

@@ -80,11 +80,11 @@ class RestartsOnlyFailedWorker(Controller):
 
 def _respawn_on_simcluster(controller, group, rank: int) -> None:
     from reference.train._internal.worker_group.api import StartTraining
-    from reference.train._internal.worker_group.simcluster_group import _worker_entry
+    from reference.train._internal.worker_group.worker import simcluster_entry
 
     node_id, boot, bundle = group.boots[rank]
     group.workers[rank] = controller.factory.cluster.start_worker(
-        node_id, _worker_entry, args=(group.id, boot), env=boot.env,
+        node_id, simcluster_entry, args=(group.id, boot), env=boot.env,
         bundle=group.placement[bundle], name=f"{group.id}:rank{rank}")
     group.factory.cluster.send(group.workers[rank].id, StartTraining())
 

@@ -69,7 +69,7 @@ from reference.train._internal.worker_group.execution import (
 from reference.train._internal.worker_group.worker import (
     WorkerBoot,
     install_dataset_shards,
-    worker_main,
+    simcluster_entry,
 )
 
 logger = logging.getLogger(__name__)
@@ -78,23 +78,6 @@ PLACEMENT_TIMEOUT_S = 30.0
 SHUTDOWN_TIMEOUT_S = 10.0
 #: how long stopped workers get to return before they are killed
 STOP_GRACE_S = 2.0
-
-
-def _worker_entry(group_id: str, boot: WorkerBoot):
-    from simcluster import worker
-
-    return worker_main(boot, _TaggedChannel(group_id, worker.channel()))
-
-
-class _TaggedChannel:
-    def __init__(self, group_id: str, channel):
-        self.group_id, self.channel = group_id, channel
-
-    def send(self, obj) -> None:
-        self.channel.send((self.group_id, obj))
-
-    def recv(self, timeout: float | None = None):
-        return self.channel.recv(timeout)
 
 
 def assign_ranks(node_ids: list[str], accelerator_ids: list[list[int]]) -> list[int]:
@@ -483,7 +466,7 @@ class SimclusterGroupFactory(WorkerGroupFactory):
             boot = WorkerBoot(spec=boot_spec, context=context, env=env)
             group.boots[slot.rank] = (slot.node_id, boot, order[slot.rank])
             group.workers[slot.rank] = self.cluster.start_worker(
-                slot.node_id, _worker_entry, args=(group.id, boot), env=boot.env,
+                slot.node_id, simcluster_entry, args=(group.id, boot), env=boot.env,
                 bundle=placement[order[slot.rank]], name=f"{group.id}:rank{slot.rank}",
                 # what fault plans and pictures select Train workers by ("rank=1")
                 tags={"run": spec.experiment_name or "", "attempt": spec.attempt, "rank": slot.rank})

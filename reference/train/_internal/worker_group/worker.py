@@ -386,6 +386,27 @@ def serve_calls(session: WorkerSession) -> object:
         session.channel.send(Executed(message.call, run_call(message.blob)))
 
 
+def simcluster_entry(group_id: str, boot: WorkerBoot):
+    """What a simcluster worker runs: `worker_main` on the worker's channel, every message
+    tagged with its group's id. It lives here, beside the rest of the worker side, so that
+    the function a worker unpickles is one its node supervisor preloaded
+    (`reference.PRELOAD`), not a driver-side module with the controller behind it."""
+    from simcluster import worker
+
+    return worker_main(boot, _TaggedChannel(group_id, worker.channel()))
+
+
+class _TaggedChannel:
+    def __init__(self, group_id: str, channel):
+        self.group_id, self.channel = group_id, channel
+
+    def send(self, obj) -> None:
+        self.channel.send((self.group_id, obj))
+
+    def recv(self, timeout: float | None = None):
+        return self.channel.recv(timeout)
+
+
 def worker_main(boot: WorkerBoot, channel):
     """One rank's life: serve the backend's setup calls, run the training function when
     told to, report its value, serve the backend's shutdown calls, return when stopped.
