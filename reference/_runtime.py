@@ -61,7 +61,10 @@ def init(address: str | None = None, *, num_cpus: int | None = None,
             _cluster, _owned = simcluster.connect(address), False
             # A cluster someone else started may not have preloaded the runtime: ask its
             # nodes to import it once, or every worker would (a third of a second each).
-            _request_preload(PRELOAD + tuple(preload) + imported_frameworks())
+            # Frameworks are asked for by the fits that use them (`ensure_cluster`): a node
+            # already running imports into its own memory, ~100 MB with torch, so asking
+            # 256 nodes for torch because the script imported it would cost 25 GB.
+            _request_preload(PRELOAD + tuple(preload))
             return _cluster
         _check_count("num_cpus", num_cpus)
         _check_count("num_gpus", num_gpus)

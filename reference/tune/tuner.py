@@ -103,7 +103,9 @@ class Tuner:
             experiment_path=path, experiment_name=name, search_alg=search_alg,
             scheduler=scheduler, trials=trials, reporter=reporter,
             experiment_id=experiment_id)
-        cluster = _runtime.ensure_cluster()
+        # the frameworks the script imported (the trainables' trainers): every trial's
+        # process is forked from a node that has them
+        cluster = _runtime.ensure_cluster(_runtime.imported_frameworks())
         trials = controller.run(cluster)
         reporter.final(trials)
         if rc.failure_config.fail_fast == "raise" and controller.fail_fast_error is not None:
