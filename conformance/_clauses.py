@@ -361,8 +361,10 @@ ALL = [
       "starts.", ELASTIC),
     C("elastic.grow", "MUST", "Elastic training grows onto new nodes",
       "When nodes are added, the group restarts at the larger size within about "
-      "elastic_resize_monitor_interval_s, resumes from the latest checkpoint, and the "
-      "resize is not charged to max_failures.", ELASTIC),
+      "elastic_resize_monitor_interval_s, resumes from the latest checkpoint the controller "
+      "had taken (each rank's newest returned report may still be queued when the group "
+      "stops: Ray 2.60 queues one report per rank), and the resize is not charged to "
+      "max_failures.", ELASTIC),
     # ---------------------------------------------------------------- backend
     C("backend.hooks", "MUST", "A custom Backend's hooks run around the training function",
       "For a BackendConfig subclass whose backend_cls is a Backend subclass, passed as "

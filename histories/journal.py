@@ -113,24 +113,32 @@ def world_size_within(events: list[dict], lo: int, hi: int) -> Verdict:
     return _ok(name)
 
 
-def acknowledged_steps(events: list[dict], attempt: int, by: float | None = None) -> list[int]:
+def acknowledged_steps(events: list[dict], attempt: int, by: float | None = None,
+                       in_flight: int = 0) -> list[int]:
     """Checkpointed steps of an attempt whose report returned on every rank (by time `by`,
-    on the journal's clock `t`, when given)."""
+    on the journal's clock `t`, when given). `in_flight` leaves out each rank's last that
+    many returned reports: ones a controller may not have taken yet when it stopped the
+    group (Ray 2.60 queues one report per rank, `Queue(maxsize=1)`: a rank's report returns
+    once the previous one was taken, so only the newest can still be waiting)."""
     starts = attempts(events).get(attempt, [])
     if not starts:
         return []
     world = starts[0]["world_size"]
     ckpt_steps = {e["step"] for e in events
                   if e["ev"] == "report" and e["attempt"] == attempt and e["checkpoint"]}
-    returned: dict[int, set] = defaultdict(set)
+    per_rank: dict[int, list[int]] = defaultdict(list)
     for e in events:
         if e["ev"] == "reported" and e["attempt"] == attempt and (by is None or e["t"] <= by):
-            returned[e["step"]].add(e["rank"])
+            per_rank[e["rank"]].append(e["step"])
+    returned: dict[int, set] = defaultdict(set)
+    for rank, steps in per_rank.items():
+        for step in steps[:len(steps) - in_flight]:
+            returned[step].add(rank)
     return sorted(s for s in ckpt_steps if len(returned[s]) == world)
 
 
 def restores_latest(events: list[dict], allow_newer_unacknowledged: bool = True,
-                    acknowledged_by: float | None = None) -> Verdict:
+                    acknowledged_by: float | None = None, in_flight: int = 0) -> Verdict:
     """Each restarted attempt restores at least the latest acknowledged checkpoint.
 
     The restored step is compared with the steps whose report returned on every rank of
@@ -140,6 +148,9 @@ def restores_latest(events: list[dict], allow_newer_unacknowledged: bool = True,
     from outside the ranks at time T guarantees, by the contract, only what was acknowledged
     a settling pause before T (Ray 2.60 registers a report when its controller next polls
     the rank; one that returned but was not yet polled is lost with the rank's node).
+    `in_flight` leaves out each rank's newest returned reports (see `acknowledged_steps`):
+    for a group the controller stops at a moment of its own choosing, as on an elastic
+    resize, when no outside clock says what it had taken.
     """
     name = "restores_latest"
     groups = attempts(events)
@@ -160,7 +171,7 @@ def restores_latest(events: list[dict], allow_newer_unacknowledged: bool = True,
             if len({(s["restored"] or {}).get("step") for s in starts}) > 1:
                 return _bad(name, f"attempt {a}: ranks restored different steps: "
                                   f"{[(s['rank'], (s['restored'] or {}).get('step')) for s in starts]}")
-        acked.extend(acknowledged_steps(events, a, acknowledged_by))
+        acked.extend(acknowledged_steps(events, a, acknowledged_by, in_flight))
     return _ok(name)
 
 

@@ -44,7 +44,9 @@ def check_elastic_grows_onto_new_node(impl):
     assertions.equal(sizes[-1], 4, "world size of the last attempt", setting)
     assertions.verdict(journal_checks.world_size_within(events, 1, 4), setting)
     assertions.verdict(journal_checks.ranks_complete(events), setting)
-    assertions.verdict(journal_checks.restores_latest(events), setting)
+    # the resize stops the group at a poll of the controller's choosing: each rank's newest
+    # returned report may still wait in its queue (clause elastic.grow)
+    assertions.verdict(journal_checks.restores_latest(events, in_flight=1), setting)
 
 
 @pytest.mark.cluster

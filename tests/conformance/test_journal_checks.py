@@ -85,6 +85,19 @@ def test_restores_latest_acknowledged_by_counts_only_what_returned_by_then():
     assert jc.restores_latest(events, acknowledged_by=2.0).status == "invalid"
 
 
+def test_restores_latest_in_flight_leaves_out_each_ranks_newest_report():
+    # both ranks returned from steps 0 and 1; the restart restored step 0
+    events = [e for e in _acked_run(0) if e.get("step") != 2]
+    assert jc.acknowledged_steps(events, 0) == [0, 1]
+    assert jc.acknowledged_steps(events, 0, in_flight=1) == [0]
+    assert jc.restores_latest(events).status == "invalid"
+    assert jc.restores_latest(events, in_flight=1).valid
+    # in _acked_run rank 1's newest returned report is step 1: only step 0 is certain
+    assert jc.acknowledged_steps(_acked_run(0), 0, in_flight=1) == [0]
+    assert jc.restores_latest([dict(e) for e in _acked_run(None)], in_flight=1).status \
+        == "invalid"
+
+
 def test_checkpoints_whole(tmp_path):
     import json
 
