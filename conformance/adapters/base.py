@@ -110,6 +110,14 @@ class Adapter(abc.ABC):
     fit_deadline_s: float = 60.0
     #: Hypothesis examples for properties whose every example runs fit()
     fit_examples: int = 3
+    #: seconds the fault schedules leave between a report and the next fault: the clause
+    #: fault.restore-latest's 0.5 s; an implementation whose report returns only once the
+    #: report is registered (fault.acknowledged-checkpoint) may leave less, which faults
+    #: closer to each report
+    report_settle_s: float = 0.5
+    #: elastic_resize_monitor_interval_s of the elastic checks (how often a controller
+    #: looks for room to grow; the checks observe a few intervals)
+    elastic_interval_s: float = 2.0
     #: journal checkers (names in `conformance.journal_checks.ALWAYS`) run after every fit
     history_checks: tuple = ()
 

@@ -83,6 +83,8 @@ class ReferenceAdapter(Adapter):
                               "preempt_node", "fail_upload", "elastic", "tpu_slices"})
     fit_deadline_s = 60.0
     fit_examples = 10
+    report_settle_s = 0.05  # a report returns once committed and registered
+    elastic_interval_s = 0.5
     history_checks = ("ranks_complete", "restores_latest", "checkpoints_whole")
 
     def __init__(self, provider: str | None = None) -> None:

@@ -9,8 +9,6 @@ from conformance.adapters.base import NodeSpec, require
 from conformance.catalogue import clause
 from conformance.scenarios import new_script, run, verify_history, wait_for, workspace
 
-INTERVAL_S = 2.0
-
 
 def _grow(impl, num_workers, target, observe_s: float):
     require(impl, "elastic")
@@ -19,7 +17,7 @@ def _grow(impl, num_workers, target, observe_s: float):
         script = new_script(impl, folder, steps=600, step_sleep_s=0.25,
                             stop_at_world_size=target)
         handle, r = run(impl, script, num_workers=num_workers, folder=folder,
-                        elastic_interval_s=INTERVAL_S, deadline_s=3 * impl.fit_deadline_s,
+                        elastic_interval_s=impl.elastic_interval_s, deadline_s=3 * impl.fit_deadline_s,
                         failure_config=impl.train.FailureConfig(max_failures=0),
                         background=True)
         # until a group starts (or, when none should, for a few monitor intervals)
@@ -52,7 +50,7 @@ def check_elastic_grows_onto_new_node(impl):
 @pytest.mark.cluster
 @clause("elastic.wait-below-min")
 def check_elastic_waits_below_min(impl):
-    r, started, before, setting = _grow(impl, (3, 4), 3, 4 * INTERVAL_S)
+    r, started, before, setting = _grow(impl, (3, 4), 3, 4 * impl.elastic_interval_s)
     assertions.succeeded(r.outcome, setting)
     assertions.equal(before, [], "world sizes started while only 2 CPUs existed (min is 3)",
                      setting)

@@ -45,9 +45,9 @@ def _run(impl, faults, max_failures, steps=STEPS, **kw):
 
 
 def _check_schedule(impl, faults, max_failures):
-    # the pause before each report lets any implementation register the previous one
-    # before a fault fires (see the clause fault.restore-latest)
-    r = _run(impl, faults, max_failures, step_sleep_s=0.5)
+    # the pause before each report lets the implementation register the previous one
+    # before a fault fires (the clause fault.restore-latest's 0.5 s, or the adapter's less)
+    r = _run(impl, faults, max_failures, step_sleep_s=impl.report_settle_s)
     events = r.events()
     budget_ok = max_failures == -1 or len(faults) <= max_failures
     if not budget_ok:

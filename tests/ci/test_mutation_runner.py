@@ -1,0 +1,136 @@
+"""ci/mutation/run.py: mutants of a toy module judged in a copy, the verdicts (caught,
+survived, hang), the unobservable list, the score and the report."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("cosmic_ray")
+from cosmic_ray.work_item import (  # noqa: E402
+    MutationSpec,
+    WorkerOutcome,
+    WorkItem,
+    WorkResult,  # noqa: E402
+)
+from cosmic_ray.work_item import TestOutcome as Outcome  # noqa: E402
+
+MUTATION = Path(__file__).resolve().parents[2] / "ci" / "mutation"
+if str(MUTATION) not in sys.path:  # ci/ is no package
+    sys.path.insert(0, str(MUTATION))
+run = importlib.import_module("run")
+
+TOY = textwrap.dedent("""\
+    def keep(scores, n):
+        return sorted(scores)[-n:] if n > 0 else []
+    """)
+# the toy's checks: catch a change to the comparison, not one to the slice's sign...
+JUDGE = [sys.executable, "-c",
+         "import toy, sys; sys.exit(0 if toy.keep([3, 1, 2], 2) == [2, 3] "
+         "and toy.keep([1], 0) == [] else 1)"]
+
+
+def item(path: str, operator: str, occurrence: int, line: int = 2) -> WorkItem:
+    return WorkItem.single(f"{operator}-{occurrence}", MutationSpec(
+        module_path=path, operator_name=operator, occurrence=occurrence,
+        start_pos=(line, 0), end_pos=(line, 1)))
+
+
+def test_a_changed_comparison_is_caught_and_the_file_restored(tmp_path):
+    (tmp_path / "toy.py").write_text(TOY)
+    result = run.judge_mutant(item("toy.py", "core/ReplaceComparisonOperator_Gt_GtE", 0),
+                              tmp_path, JUDGE, timeout_s=30)
+    assert result.worker_outcome == WorkerOutcome.NORMAL
+    assert result.test_outcome == Outcome.KILLED
+    assert result.output.startswith("killed")
+    assert "+    return sorted(scores)[-n:] if n >= 0 else []" in result.diff
+    assert (tmp_path / "toy.py").read_text() == TOY
+
+
+def test_a_change_the_checks_miss_survives(tmp_path):
+    (tmp_path / "toy.py").write_text(TOY)
+    # `n > 0` -> `n != 0`: the same on every input the checks try
+    result = run.judge_mutant(item("toy.py", "core/ReplaceComparisonOperator_Gt_NotEq", 0),
+                              tmp_path, JUDGE, timeout_s=30)
+    assert result.test_outcome == Outcome.SURVIVED
+
+
+def test_a_hang_is_caught_at_the_timeout_and_its_processes_killed(tmp_path):
+    (tmp_path / "toy.py").write_text(TOY)
+    marker = tmp_path / "child.pid"
+    hang = [sys.executable, "-c",
+            "import subprocess, sys, time; "
+            f"p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+            f"open({str(marker)!r}, 'w').write(str(p.pid)); time.sleep(60)"]
+    verdict, _, seconds = run.run_judge(hang, tmp_path, timeout_s=2)
+    assert verdict == "timeout"
+    assert seconds < 30
+    pid = int(marker.read_text())
+    assert not Path(f"/proc/{pid}").exists() or \
+        Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+
+
+def test_no_such_occurrence_is_no_test(tmp_path):
+    (tmp_path / "toy.py").write_text(TOY)
+    result = run.judge_mutant(item("toy.py", "core/ReplaceComparisonOperator_Gt_GtE", 5),
+                              tmp_path, JUDGE, timeout_s=30)
+    assert result.worker_outcome == WorkerOutcome.NO_TEST
+
+
+def test_classify_scores_and_report(tmp_path, monkeypatch):
+    monkeypatch.setattr(run, "ROOT", tmp_path)
+    (tmp_path / "toy.py").write_text(TOY)
+    normal = WorkerOutcome.NORMAL
+    pairs = [
+        (item("toy.py", "core/A", 0), WorkResult(normal, "killed after 1.0 s",
+                                                 Outcome.KILLED, "+x")),
+        (item("toy.py", "core/B", 0), WorkResult(normal, "timeout after 9.0 s",
+                                                 Outcome.KILLED)),
+        (item("toy.py", "core/C", 0), WorkResult(normal, "survived after 1.0 s",
+                                                 Outcome.SURVIVED, "+y")),
+        (item("toy.py", "core/D", 0), WorkResult(normal, "survived after 1.0 s",
+                                                 Outcome.SURVIVED)),
+        (item("toy.py", "core/E", 0), WorkResult(WorkerOutcome.SKIPPED, "operator excluded")),
+        (item("toy.py", "core/F", 0), None),
+    ]
+    unobservable = [dict(file="toy.py", operator="core/D", reason="same results",
+                         line="return sorted(scores)[-n:] if n > 0 else []")]
+    rows = run.classify(pairs, unobservable)
+    assert [r["status"] for r in rows] == ["killed", "timeout", "survived", "unobservable",
+                                           "skipped", "pending"]
+    assert rows[2]["change"] == "y"
+    assert rows[3]["reason"] == "same results"
+    total = run.scores(rows)["all"]
+    assert (total["killed"], total["timeout"], total["survived"]) == (1, 1, 1)
+    assert total["score"] == pytest.approx(66.7)
+    target = run.Target("toy", ["toy.py"], ["check_toy.py"], [], None)
+    path = run.write_report(target, rows, 1.5, tmp_path / "out")
+    text = path.read_text()
+    assert "| `toy.py` | 2 | 1 | 1 | 1 | 1 | 66.7% |" in text
+    assert "## Survivors (1)" in text and "toy.py:2 | C |" in text
+    assert "## Recorded as unobservable (1)" in text and "same results" in text
+
+
+def test_unobservable_entries_need_a_reason(tmp_path):
+    bad = tmp_path / "u.toml"
+    bad.write_text('[[mutant]]\nfile = "a.py"\noperator = "core/A"\nline = "x"\n')
+    with pytest.raises(SystemExit, match="reason"):
+        run.load_unobservable(bad)
+
+
+def test_every_target_names_files_and_checks_that_exist():
+    root = MUTATION.parents[1]
+    import tomllib
+
+    names = tomllib.loads((MUTATION / "targets.toml").read_text())["targets"]
+    assert {"retention", "controller", "storage", "session"} <= set(names)
+    for name in names:
+        target = run.load_target(name)
+        for rel in target.files + target.checks:
+            assert (root / rel).exists(), f"{name}: {rel}"
+    with pytest.raises(SystemExit, match="expected one of"):
+        run.load_target("nope")
