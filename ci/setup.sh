@@ -6,4 +6,6 @@ PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
-python -m pip install -q -e ".[dev,torch,ray,s3,lightning,transformers,xgboost,lightgbm,jax,tensorflow,tune,deepspeed,mutation]"
+# ci/constraints.txt pins every package to the versions CI was last proven with (pip's
+# resolver need not search; regenerate with `pip freeze --exclude-editable` after a change)
+python -m pip install -q -c ci/constraints.txt -e ".[dev,torch,ray,s3,lightning,transformers,xgboost,lightgbm,jax,tensorflow,tune,deepspeed,mutation]"

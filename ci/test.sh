@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 ruff check .
 lint-imports
 python -m conformance spec --check
-pytest -n 2 tests/
+pytest -n 2 --durations=25 tests/

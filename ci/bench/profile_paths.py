@@ -7,7 +7,7 @@ on the nodes), then records, with one `py-spy record` per process (the driver an
 node process: the supervisors and the workers they fork, `--subprocesses`), while
 
 - `start`: N consecutive no-op 2-worker TorchTrainer fits run;
-- `recovery`: one TorchTrainer fit whose rank 1 SIGKILLs itself before its 2nd report
+- `recovery`: N/2 TorchTrainer fits whose rank 1 SIGKILLs itself before its 2nd report
   (`max_failures=1`), so the group is torn down, the gloo process group formed again and
   the function run again on every rank.
 
@@ -139,9 +139,10 @@ def main() -> int:
                       for i, pid in enumerate(roots)]
             time.sleep(1.0)  # py-spy attached
             times = []
-            for i in range(args.fits if path == "start" else 1):
+            for i in range(args.fits if path == "start" else max(1, args.fits // 2)):
                 t = (trainer(noop, f"fit{i}") if path == "start" else
-                     trainer(recovery, "recovery", failure_config=FailureConfig(max_failures=1)))
+                     trainer(recovery, f"recovery{i}",
+                             failure_config=FailureConfig(max_failures=1)))
                 t0 = time.perf_counter()
                 t.fit()
                 times.append(time.perf_counter() - t0)

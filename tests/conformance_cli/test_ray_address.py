@@ -147,8 +147,7 @@ def test_the_suite_runs_on_a_running_cluster_and_leaves_it_running_and_clean(hea
 
 ACCELERATOR_VERDICTS = {
     # on the head's two GPUs, as they are
-    "accelerator.gpu-ids": "pass", "accelerator.gpu-share": "pass",
-    "accelerator.fractional-gpu": "pass", "accelerator.torch-devices": "pass",
+    "accelerator.gpu-ids": "pass", "accelerator.torch-devices": "pass",
     # declared GPUs torch cannot reach; nothing AMD, A100/T4 or TPU on the cluster
     "accelerator.prepare-on-device": "skip", "accelerator.nccl": "skip",
     "accelerator.rocm-ids": "skip", "accelerator.type": "skip", "accelerator.tpu-chips": "skip"}
@@ -158,7 +157,10 @@ ACCELERATOR_VERDICTS = {
 def test_the_accelerator_checks_use_the_clusters_own_gpus(head, tmp_path):
     address, env = head
     result = run("run", "--impl", "ray", "--ray-address", address, "--out", str(tmp_path),
-                 "--progress", "off", "--", "-k", "check_accelerators", "-rs", env=env)
+                 "--progress", "off", "--", "-k",
+                 # GPU sharing and fractions are scheduling, the same on any Ray cluster: the
+                 # local-session and cluster_utils runs of CI cover them (two fits fewer here)
+                 "check_accelerators and not share and not fractional", "-rs", env=env)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     clauses = json.loads((tmp_path / "ray.json").read_text())["clauses"]

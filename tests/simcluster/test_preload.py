@@ -46,13 +46,14 @@ def test_preloaded_module_reaches_every_later_worker_without_importing_again(
     node_pids = {n.pid for n in cluster.nodes}
     assert not cluster.start_worker(cluster.nodes[0].id, _has, (name,)).wait(10).result
     assert cluster.preload([name]) == {}
-    # Each supervisor imported it once, plus the factory (for nodes still to come).
+    # Each supervisor imported it once before answering; the factory (for nodes still to
+    # come) imports it too, in order before any later spawn but maybe after the answer.
     importers = _imports(log)
-    assert node_pids <= {int(p) for p in importers} and len(importers) == 3
+    assert node_pids <= {int(p) for p in importers} and len(importers) in (2, 3)
     for node in cluster.nodes:
         for _ in range(2):
             assert cluster.start_worker(node.id, _has, (name,)).wait(10).result is True
-    assert len(_imports(log)) == 3, "a worker imported the module itself"
+    assert len(_imports(log)) <= 3, "a worker imported the module itself"
     # A node added later starts from the factory, which has it: no import either.
     late = cluster.add_node(NodeSpec(cpus=1))
     assert cluster.start_worker(late.id, _has, (name,)).wait(10).result is True
