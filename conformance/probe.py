@@ -313,8 +313,12 @@ def fire_due_faults(s: Script, journal: Journal, rank: int, world: int, attempt:
     for fault in s.faults:
         if (fault.rank, fault.report, fault.attempt) == (rank, index, attempt):
             # A fault could otherwise strike before a peer of this attempt started, and
-            # blur where attempts begin.
+            # blur where attempts begin; or before a peer recorded that its previous report
+            # returned, and the journal would not show that report acknowledged on every
+            # rank although it was (seen on a loaded machine).
             _await_starts(journal, attempt, world)
+            if index > 0:
+                _await_reported(journal, attempt, world, step - 1)
             journal.record(ev="fault", rank=rank, attempt=attempt, step=step,
                            fault=str(fault))
             fire(fault)
@@ -407,6 +411,20 @@ def run_script(config: dict) -> dict:
         if stack_file is not None:
             faulthandler.cancel_dump_traceback_later()
             stack_file.close()
+
+
+@_instrument()
+def _await_reported(journal: Journal, attempt: int, world: int, step: int,
+                    timeout_s: float = 10.0) -> None:
+    """Until every rank of the attempt recorded that its report of `step` returned (or
+    `timeout_s`: a peer that never returns is the check's to judge)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        done = {e["rank"] for e in journal.events_so_far("reported")
+                if e["attempt"] == attempt and e["step"] == step}
+        if len(done) >= world:
+            return
+        time.sleep(0.01)
 
 
 @_instrument()

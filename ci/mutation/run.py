@@ -133,7 +133,10 @@ def run_judge(command: list[str], cwd: Path, timeout_s: float) -> tuple[str, str
         finally:
             _kill_group(proc)
         out.seek(0)
-        tail = out.read()[-4000:].decode(errors="replace")
+        text = out.read().decode(errors="replace")
+    # what failed (pytest's `E` and FAILED lines) before the end of the output
+    failed = [line for line in text.splitlines() if line.startswith(("E ", "FAILED"))][:40]
+    tail = "\n".join(failed + ["...", text[-1500:]]) if failed else text[-3000:]
     return verdict, tail, time.monotonic() - started
 
 
