@@ -309,12 +309,13 @@ def write_report(target: Target, rows: list[dict], baseline_s: float | None,
           + (f"; unmutated checks {baseline_s:.1f} s" if baseline_s else "") + ").", "",
           "Judged by: " + ", ".join(f"`{c}`" for c in target.checks) + ".", "",
           "| module | caught | of which timeouts | survived | unobservable | skipped "
-          "(operator excluded) | score |", "|---|---|---|---|---|---|---|"]
+          "(operator excluded) | not judged yet | score |", "|---|---|---|---|---|---|---|---|"]
     for key, c in table.items():
         score = "-" if c["score"] is None else f"{c['score']}%"
         name = "**all**" if key == "all" else f"`{key}`"
         md.append(f"| {name} | {c['killed'] + c['timeout']} | {c['timeout']} | "
-                  f"{c['survived']} | {c['unobservable']} | {c['skipped']} | {score} |")
+                  f"{c['survived']} | {c['unobservable']} | {c['skipped']} | "
+                  f"{c['pending']} | {score} |")
     for status, title in (("survived", "Survivors"),
                           ("unobservable", "Recorded as unobservable")):
         chosen = [r for r in rows if r["status"] == status]

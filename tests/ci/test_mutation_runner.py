@@ -111,7 +111,7 @@ def test_classify_scores_and_report(tmp_path, monkeypatch):
     target = run.Target("toy", ["toy.py"], ["check_toy.py"], [], None)
     path = run.write_report(target, rows, 1.5, tmp_path / "out")
     text = path.read_text()
-    assert "| `toy.py` | 2 | 1 | 1 | 1 | 1 | 66.7% |" in text
+    assert "| `toy.py` | 2 | 1 | 1 | 1 | 1 | 1 | 66.7% |" in text
     assert "## Survivors (1)" in text and "toy.py:2 | C |" in text
     assert "## Recorded as unobservable (1)" in text and "same results" in text
 
