@@ -131,13 +131,14 @@ def test_preemption_notice_then_removal(make_cluster):
     c.on_message(lambda w, m: notices.append(m))
     notices: list = []
     early = c.start_worker("node-1", watch_preemption, name="early")
+    # a deadline long enough for the late worker to start and be told on a loaded machine
     run = c.run_plan(FaultPlan([(Trigger.after(0.1), action("preempt_node", node="node-1",
-                                                            deadline_s=1.0))]))
+                                                            deadline_s=3.0))]))
     late = c.start_worker("node-1", watch_preemption, name="late")  # told on its start
     assert run.wait(10)
     assert early.wait(5).reason == "preempted" and late.wait(5).reason == "preempted"
     # Both saw the deadline before the node went (the time left depends on the load here).
-    assert len(notices) == 2 and all(left <= 1.0 for _, left in notices)
+    assert len(notices) == 2 and all(left <= 3.0 for _, left in notices), notices
     assert c.node("node-1").state == "down"
     assert [e["reason"] for e in c.history.events("node_down")] == ["preempted"]
 

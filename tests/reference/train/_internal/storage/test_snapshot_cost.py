@@ -187,8 +187,10 @@ def test_large_metrics_are_warned_about_once(tmp_path, caplog):
 
 
 @pytest.mark.slow
-def test_a_report_with_1000_kept_costs_at_most_twice_one_with_1_kept(tmp_path):
-    """Reports into two runs, interleaved so that machine load hits both alike; medians."""
+def test_a_report_with_1000_kept_costs_at_most_thrice_one_with_1_kept(tmp_path):
+    """Reports into two runs, interleaved so that machine load hits both alike; the fastest
+    tenth of each (the cost of the work itself: a loaded machine's stalls land on either),
+    within 3x (re-encoding every kept entry per report made it 8x)."""
     runs = {}
     for kept in (1, 1000):
         storage = StorageContext(str(tmp_path), f"kept{kept}")
@@ -202,9 +204,10 @@ def test_a_report_with_1000_kept_costs_at_most_twice_one_with_1_kept(tmp_path):
             start = time.perf_counter()
             manager.register_checkpoint(path, {"loss": 1 / (i + 1), "step": i})
             times.append(time.perf_counter() - start)
-    one, many = (statistics.median(runs[k][2]) for k in (1, 1000))
-    assert many <= 2 * one, (
-        f"median report: {many * 1e6:.0f} us with 1000 kept, {one * 1e6:.0f} us with 1 kept")
+    one, many = (statistics.quantiles(runs[k][2], n=10)[0] for k in (1, 1000))
+    assert many <= 3 * one, (
+        f"fastest tenth of the reports: {many * 1e6:.0f} us with 1000 kept, "
+        f"{one * 1e6:.0f} us with 1 kept")
 
 
 def naive_jsonable(value):
