@@ -4,7 +4,7 @@
 # runs beside the reference's jobs that follow the unit tests; its log is printed when done.
 # Each step prints the seconds since the start, and the unit tests name their 25 slowest.
 # (Starting Ray's runs beside the unit tests was tried: on 2 cores it slowed both, the unit
-# tests from 23 to more than 45 minutes.)
+# tests from 23 to 40 minutes, and timing tests failed under that load.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
