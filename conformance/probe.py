@@ -318,7 +318,7 @@ def fire_due_faults(s: Script, journal: Journal, rank: int, world: int, attempt:
             # rank although it was (seen on a loaded machine).
             _await_starts(journal, attempt, world)
             if index > 0:
-                _await_reported(journal, attempt, world, step - 1)
+                _await_ranks(journal, "reported", attempt, world, step - 1, timeout_s=10.0)
             journal.record(ev="fault", rank=rank, attempt=attempt, step=step,
                            fault=str(fault))
             fire(fault)
@@ -414,28 +414,21 @@ def run_script(config: dict) -> dict:
 
 
 @_instrument()
-def _await_reported(journal: Journal, attempt: int, world: int, step: int,
-                    timeout_s: float = 10.0) -> None:
-    """Until every rank of the attempt recorded that its report of `step` returned (or
-    `timeout_s`: a peer that never returns is the check's to judge)."""
+def _await_ranks(journal: Journal, ev: str, attempt: int, world: int, step: int | None = None,
+                 timeout_s: float = 30.0) -> None:
+    """Until every rank of the attempt wrote an `ev` event (of `step`, when given), or
+    `timeout_s` passed: a rank that never does is the check's to judge."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        done = {e["rank"] for e in journal.events_so_far("reported")
-                if e["attempt"] == attempt and e["step"] == step}
-        if len(done) >= world:
+        ranks = {e["rank"] for e in journal.events_so_far(ev)
+                 if e["attempt"] == attempt and (step is None or e["step"] == step)}
+        if len(ranks) >= world:
             return
         time.sleep(0.01)
 
 
-@_instrument()
-def _await_starts(journal: Journal, attempt: int, world: int, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        started = {e["rank"] for e in journal.events_so_far("start")
-                   if e["attempt"] == attempt}
-        if len(started) >= world:
-            return
-        time.sleep(0.01)
+def _await_starts(journal: Journal, attempt: int, world: int) -> None:
+    _await_ranks(journal, "start", attempt, world)
 
 
 @_instrument()
