@@ -140,12 +140,34 @@ def run_judge(command: list[str], cwd: Path, timeout_s: float) -> tuple[str, str
     return verdict, tail, time.monotonic() - started
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
+    """SIGKILL the judging command's process group and wait until none of its members
+    runs any more (a signal is delivered asynchronously: a child may still be running
+    for a moment after killpg returns)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
     proc.wait()
+    deadline = time.monotonic() + grace_s
+    while _live_members(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def _live_members(pgid: int) -> list[int]:
+    """The pids of the processes of group `pgid` that are not zombies."""
+    live = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            # the fields after the command's closing parenthesis: state, ppid, pgrp, ...
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            live.append(int(entry.name))
+    return live
 
 
 def judge_mutant(item, copy: Path, command: list[str], timeout_s: float):
