@@ -36,6 +36,7 @@ FAIL = "python/ray/train/v2/_internal/execution/failure_handling/default.py"
 LOCAL = "python/ray/train/v2/_internal/execution/local_mode/"
 WG = "python/ray/train/v2/_internal/execution/worker_group/worker_group.py"
 ELASTIC = "python/ray/train/v2/_internal/execution/scaling_policy/elastic.py"
+CKMGR_SCORE = "python/ray/train/_internal/checkpoint_manager.py:_get_checkpoint_score"
 STORAGE = "python/ray/train/v2/_internal/execution/storage.py"
 DOC_FT = "https://docs.ray.io/en/latest/train/user-guides/fault-tolerance.html"
 TORCH_CFG = "python/ray/train/torch/config.py"
@@ -279,6 +280,15 @@ ALL = [
       "under 'min'.", CKMGR,
       ray_note="The docs do not say; Ray negates the score for 'min', turning the -inf of a "
       "missing attribute into the best possible score."),
+    C("retention.non-finite-score", "MUST", "NaN scores rank worst, infinities as numbers",
+      "A checkpoint whose score attribute is NaN ranks below every other checkpoint under "
+      "both orders (below -inf and below a missing score; among NaNs the later is better), "
+      "so retention evicts it first; +inf and -inf rank as numbers after the order is "
+      "applied (+inf is the best under 'max' and the worst under 'min').", CKMGR_SCORE,
+      "scores [nan, 1, -inf], k=1, max -> kept: 1 (best) and -inf (latest); the NaN "
+      "folder is deleted",
+      "A diverged step (loss = NaN) must never be kept as the best checkpoint, whichever "
+      "order the metric uses."),
     C("retention.nested-score", "MUST", "Nested metric keys",
       "checkpoint_score_attribute looks into nested metric dicts with '/' separators "
       "('eval/acc' reads metrics['eval']['acc']).", CKMGR),
@@ -334,6 +344,17 @@ ALL = [
     C("resume.by-name", "MUST", "A second fit with the same name resumes",
       "fit() with the same (storage_path, name) as a finished or failed run starts with "
       "get_checkpoint() = that run's latest checkpoint.", DOC_FT),
+    C("resume.retention", "MUST", "A resumed run ranks the earlier run's checkpoints",
+      "A fit() that resumes (same storage_path and name) continues the earlier run's "
+      "retention: the checkpoints the earlier run kept count toward num_to_keep and are "
+      "ranked with the new ones by the score attribute (the report index continues, so on "
+      "equal scores the later report is better), earlier folders that fall out are "
+      "deleted, and Result.best_checkpoints lists the retained checkpoints of both runs.",
+      CKMGR + ":_maybe_load_state_from_storage",
+      "num_to_keep=2, max: first run 5, 1, 2; second run 3, 0 -> kept: 5 (first run), "
+      "3 and the latest 0 (second run)",
+      "A run resumed after a crash must not keep a worse checkpoint than it had, nor "
+      "leave the earlier run's folders behind forever."),
     # ---------------------------------------------------------------- local mode
     C("local.in-driver", "MUST", "Local mode runs in the driver",
       "num_workers=0 runs the training function synchronously in the process that called "
@@ -365,6 +386,15 @@ ALL = [
       "had taken (each rank's newest returned report may still be queued when the group "
       "stops: Ray 2.60 queues one report per rank), and the resize is not charged to "
       "max_failures.", ELASTIC),
+    C("elastic.steady", "MUST", "An elastic group is left alone while nothing changes",
+      "While the cluster's resources stay the same, the monitor's checks (at most one per "
+      "elastic_resize_monitor_interval_s) neither restart nor resize a running elastic "
+      "group: the run ends in the one attempt it started with.", ELASTIC +
+      ":make_decision_for_running_worker_group",
+      "num_workers=(1, 4) on 1 node x 2 CPUs for five monitor intervals -> one attempt of "
+      "2 workers",
+      "Each resize is a full restart from the latest checkpoint: one at every tick would "
+      "lose the progress since that checkpoint again and again."),
     # ---------------------------------------------------------------- backend
     C("backend.hooks", "MUST", "A custom Backend's hooks run around the training function",
       "For a BackendConfig subclass whose backend_cls is a Backend subclass, passed as "

@@ -57,3 +57,25 @@ def check_elastic_waits_below_min(impl):
     sizes = [s["world_size"] for s in r.events("start")]
     assertions.equal(bool(sizes) and min(sizes) >= 3, True,
                      f"every started world size >= 3 (seen {sizes})", setting)
+
+
+@pytest.mark.cluster
+@clause("elastic.steady")
+def check_elastic_group_is_left_alone_while_nothing_changes(impl):
+    require(impl, "elastic")
+    interval = impl.elastic_interval_s
+    step_s = 0.25
+    steps = int(5 * interval / step_s) + 1  # the run outlasts five monitor intervals
+    with impl.cluster([NodeSpec(cpus=2)]):
+        folder = workspace()
+        script = new_script(impl, folder, steps=steps, step_sleep_s=step_s)
+        r = run(impl, script, num_workers=(1, 4), folder=folder, elastic_interval_s=interval,
+                deadline_s=3 * impl.fit_deadline_s,
+                failure_config=impl.train.FailureConfig(max_failures=0))
+    setting = (f"{r.setting}, 1 node x 2 CPUs throughout, {steps} steps of {step_s} s, "
+               f"elastic_resize_monitor_interval_s={interval}")
+    result = assertions.succeeded(r.outcome, setting)
+    sizes = [s["world_size"] for s in r.events("start")]
+    assertions.equal(sizes, [2, 2], "world sizes of every rank's start (one attempt)", setting)
+    assertions.equal(len(journal_checks.attempts(r.events())), 1, "attempts", setting)
+    assertions.equal(result.metrics["step"], steps - 1, "result.metrics['step']", setting)

@@ -1,13 +1,14 @@
 """Checkpoint retention: num_to_keep, score attribute and order (clauses `retention.*`).
 
 The oracle replays Ray's rule one registration at a time: the list is kept ordered
-worst -> best by (score x order factor, report index), a missing score counts as -inf
-*before* the factor is applied, and after each registration the worst entries beyond
-num_to_keep are evicted except the latest.
+worst -> best by (not NaN, score x order factor, report index), a missing score counts as
+-inf *before* the factor is applied, a NaN score ranks below every number, and after each
+registration the worst entries beyond num_to_keep are evicted except the latest.
 """
 
 from __future__ import annotations
 
+import math
 import os
 
 from hypothesis import example, given
@@ -27,9 +28,12 @@ def oracle(scores: list, num_to_keep: int | None, order: str, scored: bool):
 
     def key(step):
         if not scored:
-            return (0.0, step)
+            return (True, 0.0, step)
         v = scores[step]
-        return (factor * (float("-inf") if v is MISSING else v), step)
+        score = factor * (float("-inf") if v is MISSING else v)
+        if math.isnan(score):  # below everything, whatever the order
+            return (False, float("-inf"), step)
+        return (True, score, step)
 
     kept: list[int] = []
     for step in range(len(scores)):
@@ -100,3 +104,70 @@ def check_missing_nested_score_max(impl):
 @clause("retention.missing-score")
 def check_missing_score_min(impl):
     _check(impl, [2.0, MISSING, 1.0, 3.0], 1, "min", "score")
+
+
+@clause("retention.non-finite-score")
+def check_non_finite_scores_property(impl):
+    nan, inf = float("nan"), float("inf")
+    score = st.sampled_from([nan, inf, -inf, 0.0, 1.0, MISSING])
+
+    @fit_settings(impl)
+    @given(
+        scores=st.lists(score, min_size=2, max_size=5),
+        num_to_keep=st.integers(1, 2),
+        order=st.sampled_from(["max", "min"]),
+    )
+    # the clause's example; NaN below a missing score (-inf) and two NaNs, under 'min'
+    @example(scores=[nan, 1.0, -inf], num_to_keep=1, order="max")
+    @example(scores=[MISSING, nan, 0.0, nan, 1.0], num_to_keep=2, order="min")
+    @example(scores=[inf, 0.0, -inf, nan], num_to_keep=1, order="min")
+    def prop(scores, num_to_keep, order):
+        _check(impl, scores, num_to_keep, order, "score")
+
+    prop()
+
+
+def _resumed(impl, first: list, second: list, num_to_keep: int, order: str):
+    """Two fits of one (storage_path, name): the first reports `first` as a-<step>, the
+    second resumes from its latest and reports `second` as b-<step>; judged as one
+    registration sequence."""
+    t = impl.train
+    folder, name = workspace(), "resume-retention"
+    config = t.CheckpointConfig(num_to_keep=num_to_keep, checkpoint_score_attribute="score",
+                                checkpoint_score_order=order)
+    # steps are numbered across both runs: the second resumes after the first's latest
+    scores = first + second
+    names = [f"{'a' if s < len(first) else 'b'}-{s:04d}" for s in range(len(scores))]
+    result = None
+    for journal, steps in (("first", len(first)), ("second", len(scores))):
+        script = new_script(impl, folder, journal=journal, steps=steps,
+                            metrics=_metrics(scores, nested=False),
+                            dir_names=dict(enumerate(names)))
+        r = run(impl, script, num_workers=1, folder=folder, name=name,
+                checkpoint_config=config)
+        setting = (f"{r.setting}, fit() {journal} of name={name!r}, scores: first "
+                   f"{first}, second {second}")
+        result = assertions.succeeded(r.outcome, setting)
+    (start,) = r.events("start")
+    assertions.equal((start["restored"] or {}).get("step"), len(first) - 1,
+                     "step of get_checkpoint() at the start of the second fit()", setting)
+    kept, best = oracle(scores, num_to_keep, order, scored=True)
+    on_disk = sorted(n for n in os.listdir(r.run_dir) if n.startswith(("a-", "b-")))
+    assertions.equal(on_disk, sorted(names[i] for i in kept),
+                     "checkpoint folders on disk after the second fit()", setting)
+    seen_best = [os.path.basename(c.path.rstrip("/")) for c, _ in result.best_checkpoints]
+    assertions.equal(seen_best, [names[i] for i in best],
+                     "result.best_checkpoints of the second fit()", setting)
+
+
+@clause("resume.retention")
+def check_resumed_run_keeps_ranking_earlier_checkpoints(impl):
+    # the first run's best outranks everything the second reports; its latest is evicted
+    # once it is no longer the latest
+    _resumed(impl, [5.0, 1.0, 2.0], [3.0, 0.0], num_to_keep=2, order="max")
+
+
+@clause("resume.retention")
+def check_resumed_run_ties_go_to_the_later_report(impl):
+    # equal scores across the two runs: the report index continues, so the later is better
+    _resumed(impl, [1.0, 1.0], [1.0, 2.0, 1.0], num_to_keep=2, order="min")
