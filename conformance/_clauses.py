@@ -292,6 +292,21 @@ ALL = [
     C("retention.nested-score", "MUST", "Nested metric keys",
       "checkpoint_score_attribute looks into nested metric dicts with '/' separators "
       "('eval/acc' reads metrics['eval']['acc']).", CKMGR),
+    C("validation.merge-and-rank", "MUST", "A validation's metrics join its checkpoint's",
+      "With validation_config=ValidationConfig(fn, task_config), report(metrics, "
+      "checkpoint=c, validation=True) registers c PENDING_VALIDATION (ranked by the "
+      "reported metrics, never evicted while pending) and runs fn(c, **fn_kwargs) outside "
+      "the workers; the dict it returns is merged into c's metrics, c becomes VALIDATED and "
+      "moves to its place by checkpoint_score_attribute among the retained checkpoints, "
+      "and retention runs again; a fn that raises leaves c VALIDATION_FAILED with its "
+      "metrics and place unchanged. get_all_reported_checkpoints() (VALIDATED consistency) "
+      "returns once no validation is pending; fit() returns after every validation "
+      "settled, and Result.best_checkpoints carries the merged metrics.",
+      CKMGR + ":update_checkpoints_with_validation_result",
+      "num_to_keep=1, score 'val', fn returns {'val': 3}, {'val': 1}, raises, {'val': 2} "
+      "-> kept: ckpt-0000 (val 3) and the latest ckpt-0003 (val 2)",
+      "Validation scores (an eval metric computed off the training workers) are what "
+      "users rank checkpoints by; a lost merge keeps the wrong checkpoints."),
     # ---------------------------------------------------------------- context
     C("context.ranks", "MUST", "TrainContext ranks on one node",
       "On each worker get_context() reports world size N, a distinct world rank in 0..N-1, "

@@ -94,6 +94,9 @@ class Script:
     list_reported: bool = False
     #: step -> rank 0's checkpoint_dir_name (default 'ckpt-<step>')
     dir_names: dict = dataclasses.field(default_factory=dict)
+    #: steps whose report asks for validation (report(..., validation=True)); the run's
+    #: ValidationConfig then runs `validate_checkpoint`
+    validate: tuple = ()
 
     def checkpointing_ranks(self, step: int, world_size: int) -> tuple:
         if self.checkpoints is None:
@@ -296,6 +299,18 @@ def write_checkpoint(train, folder: str, step: int, rank: int, attempt: int):
     return train.Checkpoint.from_directory(folder)
 
 
+def validate_checkpoint(checkpoint, values: list) -> dict:
+    """A ValidationConfig function: {"val": values[step]} for the checkpoint of `step`
+    (read from its shard files); a None value makes the validation fail."""
+    with checkpoint.as_directory() as folder:
+        shard = next(n for n in sorted(os.listdir(folder)) if n.startswith("shard-"))
+        with open(os.path.join(folder, shard)) as f:
+            step = json.load(f)["step"]
+    if values[step] is None:
+        raise RuntimeError(f"the validation of step {step} fails (as the check asks)")
+    return {"val": values[step]}
+
+
 def record_start(s: Script, ctx, journal: Journal, attempt: int, restored) -> None:
     """The `start` event every instrumented training function writes first."""
     journal.record(
@@ -356,6 +371,8 @@ def _report_step(s: Script, train, ctx, journal: Journal, rank: int, world: int,
         folder = os.path.join(s.journal_dir, "local", f"a{attempt}-r{rank}-s{step}")
         checkpoint = write_checkpoint(train, folder, step, rank, attempt)
     metrics = {"step": step, "rank": rank, "attempt": attempt, **s.metrics.get(step, {})}
+    if step in s.validate and checkpoint is not None:
+        options["validation"] = True
     if s.late_rank == rank:
         time.sleep(1.0)
     journal.record(ev="report", rank=rank, attempt=attempt, step=step,

@@ -63,7 +63,7 @@ def new_script(impl, folder: str, journal: str = "journal", **kwargs) -> Script:
 
 def run(impl, script: Script, *, num_workers, folder: str, name: str | None = None,
         storage: str | None = None, checkpoint_config=None, failure_config=None, elastic_interval_s: float | None = None,
-        deadline_s: float | None = None, background: bool = False):
+        deadline_s: float | None = None, background: bool = False, validation_config=None):
     """Run `run_script` under the implementation's DataParallelTrainer."""
     t = impl.train
     name = name or f"run-{uuid.uuid4().hex[:8]}"
@@ -79,6 +79,7 @@ def run(impl, script: Script, *, num_workers, folder: str, name: str | None = No
     factory = TrainerFactory(impl.DataParallelTrainer, dict(
         train_loop_per_worker=run_script, train_loop_config={"script": script},
         scaling_config=t.ScalingConfig(**scaling), run_config=run_config,
+        **({} if validation_config is None else {"validation_config": validation_config}),
     ), journal_dir=script.journal_dir)
     setting = (f"{impl.name}: DataParallelTrainer(num_workers={num_workers!r}), "
                f"faults={[str(f) for f in script.faults]}, "

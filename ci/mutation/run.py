@@ -101,6 +101,17 @@ def open_session(target: Target, db_path: Path, resume: bool):
     return db
 
 
+def forget_survivors(db_path: Path) -> int:
+    """Make the session's survivors pending again (after checks were added, to judge
+    only those with the new checks); how many."""
+    import sqlite3
+
+    with sqlite3.connect(db_path) as con:
+        gone = con.execute("DELETE FROM work_results WHERE worker_outcome = 'NORMAL' "
+                           "AND test_outcome = 'SURVIVED'").rowcount
+    return gone
+
+
 # ------------------------------------------------------------------ the workers
 def make_copy(dest: Path) -> Path:
     """A private copy of the working tree (tracked and untracked, not ignored, files)."""
@@ -377,6 +388,9 @@ def main(argv=None) -> int:
                         help="judge at most N of the pending mutants (a trial run)")
     parser.add_argument("--resume", action="store_true",
                         help="keep the session's results and judge what is still pending")
+    parser.add_argument("--rejudge-survivors", action="store_true",
+                        help="keep the session's results but judge its survivors again "
+                             "(with the checks as they are now), then what is pending")
     parser.add_argument("--report-only", action="store_true",
                         help="write the report from the session as it is")
     parser.add_argument("--out", default=str(ROOT / "docs" / "reports" / "mutation"),
@@ -386,7 +400,12 @@ def main(argv=None) -> int:
         parser.error(f"--jobs {args.jobs}: expected 1 or more")
     target = load_target(args.target)
     db_path = ROOT / "reports" / "mutation" / f"{target.name}.sqlite"
-    db = open_session(target, db_path, resume=args.resume or args.report_only)
+    if args.rejudge_survivors:
+        if not db_path.exists():
+            parser.error(f"--rejudge-survivors: no session of {target.name!r} at {db_path}")
+        print(f"{target.name}: {forget_survivors(db_path)} survivors to judge again")
+    db = open_session(target, db_path,
+                      resume=args.resume or args.report_only or args.rejudge_survivors)
     baseline = None
     try:
         if not args.report_only:

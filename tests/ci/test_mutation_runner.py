@@ -135,3 +135,25 @@ def test_every_target_names_files_and_checks_that_exist():
             assert (root / rel).exists(), f"{name}: {rel}"
     with pytest.raises(SystemExit, match="expected one of"):
         run.load_target("nope")
+
+
+def test_forgetting_survivors_makes_only_them_pending_again(tmp_path):
+    from cosmic_ray.work_db import WorkDB
+
+    db_path = tmp_path / "s.sqlite"
+    db = WorkDB(str(db_path), WorkDB.Mode.create)
+    items = {name: item("toy.py", f"core/{name}", 0) for name in "KSX"}
+    for it in items.values():
+        db.add_work_item(it)
+    normal = WorkerOutcome.NORMAL
+    db.set_result(items["K"].job_id, WorkResult(normal, "killed", Outcome.KILLED))
+    db.set_result(items["S"].job_id, WorkResult(normal, "survived", Outcome.SURVIVED))
+    db.set_result(items["X"].job_id, WorkResult(WorkerOutcome.SKIPPED, "operator excluded"))
+    db.close()
+    assert run.forget_survivors(db_path) == 1
+    db = WorkDB(str(db_path), WorkDB.Mode.open)
+    try:
+        assert [i.job_id for i in db.pending_work_items] == [items["S"].job_id]
+        assert {job for job, _ in db.results} == {items["K"].job_id, items["X"].job_id}
+    finally:
+        db.close()

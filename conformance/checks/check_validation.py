@@ -1,0 +1,96 @@
+"""Checkpoint validation: a report with validation=True, the ValidationConfig's function,
+its metrics merged and the checkpoint ranked again (clause `validation.merge-and-rank`).
+
+One worker reports a checkpoint at every step with validation=True and journals
+get_all_reported_checkpoints() (VALIDATED consistency: it returns once no validation is
+pending) after each report, so every validation settles before the next report and the
+listing after each step is exact. The oracle replays Ray's manager: a checkpoint is
+registered without the validation's metric (scored -inf, protected while pending), the
+validation's dict is merged into its metrics and it moves to its new place, a failed
+validation leaves metrics and place as they were, and retention runs after each change.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+from conformance import assertions
+from conformance.catalogue import clause
+from conformance.probe import validate_checkpoint
+from conformance.scenarios import new_script, run, workspace
+
+
+def replay(values: list, num_to_keep: int, order: str) -> list[list[dict]]:
+    """The listing (worst -> best) after each step's report and validation."""
+    factor = 1.0 if order == "max" else -1.0
+    entries: dict[int, dict] = {}  # step -> metrics, status, pending
+
+    def key(step):
+        score = factor * entries[step]["metrics"].get("val", -math.inf)
+        return (not math.isnan(score), -math.inf if math.isnan(score) else score, step)
+
+    def retain(latest):
+        ranked = sorted(entries, key=key)
+        for step in ranked[:-num_to_keep]:
+            if step != latest and entries[step]["status"] != "PENDING_VALIDATION":
+                del entries[step]
+
+    listings = []
+    for step, value in enumerate(values):
+        entries[step] = {"metrics": {"step": step, "rank": 0, "attempt": 0},
+                         "status": "PENDING_VALIDATION"}
+        retain(step)
+        if value is None:
+            entries[step]["status"] = "VALIDATION_FAILED"
+        else:
+            entries[step]["status"] = "VALIDATED"
+            entries[step]["metrics"]["val"] = value
+        retain(step)
+        listings.append([{"name": f"ckpt-{s:04d}", "metrics": dict(entries[s]["metrics"]),
+                          "status": entries[s]["status"], "types_ok": True}
+                         for s in sorted(entries, key=key)])
+    return listings
+
+
+def _check(impl, values: list, num_to_keep: int, order: str):
+    t = impl.train
+    folder = workspace()
+    steps = len(values)
+    script = new_script(impl, folder, steps=steps, validate=tuple(range(steps)),
+                        list_reported=True)
+    validation = t.ValidationConfig(
+        validate_checkpoint, task_config=t.ValidationTaskConfig(fn_kwargs={"values": values}))
+    config = t.CheckpointConfig(num_to_keep=num_to_keep, checkpoint_score_attribute="val",
+                                checkpoint_score_order=order)
+    r = run(impl, script, num_workers=1, folder=folder, checkpoint_config=config,
+            validation_config=validation)
+    setting = (f"{r.setting}, report(..., validation=True) at every step, validation "
+               f"values {values} (None: the function raises)")
+    result = assertions.succeeded(r.outcome, setting)
+    expected = replay(values, num_to_keep, order)
+    listed = {e["step"]: e["listed"] for e in r.events("listed") if e["step"] is not None}
+    for step in range(steps):
+        assertions.equal(listed.get(step), expected[step],
+                         f"get_all_reported_checkpoints() after the report of step {step} "
+                         "(folder name, metrics, status)", setting)
+    final = [e["name"] for e in expected[-1]]
+    on_disk = sorted(n for n in os.listdir(r.run_dir) if n.startswith("ckpt-"))
+    assertions.equal(on_disk, sorted(final), "checkpoint folders on disk", setting)
+    best = [(os.path.basename(c.path.rstrip("/")), m.get("val"))
+            for c, m in result.best_checkpoints]
+    assertions.equal(best, [(e["name"], e["metrics"].get("val"))
+                            for e in expected[-1][-num_to_keep:]],
+                     "result.best_checkpoints (folder, merged 'val')", setting)
+
+
+@clause("validation.merge-and-rank")
+def check_validated_metrics_merge_and_rank(impl):
+    # 3 stays the best; 1 is evicted when the next checkpoint registers; the failed
+    # validation keeps its -inf place and is evicted when the next one registers
+    _check(impl, [3.0, 1.0, None, 2.0], num_to_keep=1, order="max")
+
+
+@clause("validation.merge-and-rank")
+def check_validated_metrics_rank_under_min(impl):
+    _check(impl, [2.0, None, 0.5, 1.0], num_to_keep=2, order="min")
