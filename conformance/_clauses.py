@@ -289,6 +289,19 @@ ALL = [
       "folder is deleted",
       "A diverged step (loss = NaN) must never be kept as the best checkpoint, whichever "
       "order the metric uses."),
+    C("retention.shared-name", "SHOULD", "A folder is deleted only when no kept checkpoint names it",
+      "When reports reuse one checkpoint_dir_name (each upload writes into the same "
+      "folder), evicting one of those checkpoints does not delete the folder while a "
+      "retained checkpoint (the latest included) still names it; it is deleted once the "
+      "last checkpoint naming it is evicted.", CKMGR + ":_save_state_and_delete_old_checkpoints",
+      "num_to_keep=1, checkpoint_dir_name 'shared' at steps 0 and 1: after step 1 "
+      "get_checkpoint() is 'shared' and its files exist",
+      "A fixed checkpoint_dir_name ('latest') is a common pattern; deleting the folder "
+      "the latest checkpoint lives in loses the run's progress.",
+      ray_note="Ray 2.60 deletes the evicted entry's folder, which is the latest "
+      "checkpoint's (get_checkpoint() then names a folder that does not exist), and when "
+      "it evicts the second entry naming it, fit() raises ControllerError ('Path not "
+      "found')."),
     C("retention.nested-score", "MUST", "Nested metric keys",
       "checkpoint_score_attribute looks into nested metric dicts with '/' separators "
       "('eval/acc' reads metrics['eval']['acc']).", CKMGR),

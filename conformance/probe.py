@@ -90,7 +90,8 @@ class Script:
     #: step -> ranks that write their checkpoint straight into the run folder and report it
     #: with CheckpointUploadMode.NO_UPLOAD
     in_place: dict = dataclasses.field(default_factory=dict)
-    #: journal get_all_reported_checkpoints() at the start and after every report
+    #: journal get_all_reported_checkpoints() at the start and after every report, and the
+    #: files of get_checkpoint()'s folder after every report
     list_reported: bool = False
     #: step -> rank 0's checkpoint_dir_name (default 'ckpt-<step>')
     dir_names: dict = dataclasses.field(default_factory=dict)
@@ -385,8 +386,17 @@ def _report_step(s: Script, train, ctx, journal: Journal, rank: int, world: int,
     journal.record(ev="reported", rank=rank, attempt=attempt, step=step,
                    peers_arrived=_arrived(journal, attempt, step, world),
                    checkpoint_path=None if after is None else after.path,
-                   same_object=checkpoint is not None and after is checkpoint)
+                   same_object=checkpoint is not None and after is checkpoint,
+                   **({"checkpoint_files": _files(after)} if s.list_reported else {}))
     _list_reported(s, train, journal, rank, attempt, step)
+
+
+def _files(checkpoint) -> list | None:
+    """The names in a local checkpoint's folder (None: no checkpoint, no such folder, or
+    not on the local file system)."""
+    if checkpoint is None or not os.path.isdir(checkpoint.path):
+        return None
+    return sorted(os.listdir(checkpoint.path))
 
 
 def begin(config: dict):

@@ -101,15 +101,25 @@ def open_session(target: Target, db_path: Path, resume: bool):
     return db
 
 
-def forget_survivors(db_path: Path) -> int:
+def forget_survivors(db_path: Path, unobservable: list[dict]) -> int:
     """Make the session's survivors pending again (after checks were added, to judge
-    only those with the new checks); how many."""
+    only those with the new checks), but not those recorded as unobservable; how many."""
     import sqlite3
 
+    from cosmic_ray.work_db import WorkDB
+
+    db = WorkDB(str(db_path), WorkDB.Mode.open)
+    try:
+        results = dict(db.results)
+        pairs = [(item, results.get(item.job_id)) for item in db.work_items]
+    finally:
+        db.close()
+    rows = classify(pairs, unobservable)
+    again = [item.job_id for (item, _), row in zip(pairs, rows, strict=True)
+             if row["status"] == "survived"]
     with sqlite3.connect(db_path) as con:
-        gone = con.execute("DELETE FROM work_results WHERE worker_outcome = 'NORMAL' "
-                           "AND test_outcome = 'SURVIVED'").rowcount
-    return gone
+        con.executemany("DELETE FROM work_results WHERE job_id = ?", [(j,) for j in again])
+    return len(again)
 
 
 # ------------------------------------------------------------------ the workers
@@ -298,8 +308,8 @@ def classify(items_and_results, unobservable: list[dict]) -> list[dict]:
             row["change"] = _changed_line(result.diff)
         if row["status"] == "survived":
             for e in unobservable:
-                if (e["file"], e["operator"], e["line"].strip()) == (file, spec.operator_name,
-                                                                     text):
+                if (e["file"], e["line"].strip()) == (file, text) and \
+                        e["operator"] in ("*", spec.operator_name):
                     row["status"], row["reason"] = "unobservable", e["reason"]
                     break
         rows.append(row)
@@ -403,7 +413,8 @@ def main(argv=None) -> int:
     if args.rejudge_survivors:
         if not db_path.exists():
             parser.error(f"--rejudge-survivors: no session of {target.name!r} at {db_path}")
-        print(f"{target.name}: {forget_survivors(db_path)} survivors to judge again")
+        again = forget_survivors(db_path, load_unobservable())
+        print(f"{target.name}: {again} survivors to judge again")
     db = open_session(target, db_path,
                       resume=args.resume or args.report_only or args.rejudge_survivors)
     baseline = None

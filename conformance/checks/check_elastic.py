@@ -79,3 +79,19 @@ def check_elastic_group_is_left_alone_while_nothing_changes(impl):
     assertions.equal(sizes, [2, 2], "world sizes of every rank's start (one attempt)", setting)
     assertions.equal(len(journal_checks.attempts(r.events())), 1, "attempts", setting)
     assertions.equal(result.metrics["step"], steps - 1, "result.metrics['step']", setting)
+
+
+@pytest.mark.cluster
+@clause("elastic.start-what-fits")
+def check_elastic_starts_when_exactly_min_fits(impl):
+    require(impl, "elastic")
+    with impl.cluster([NodeSpec(cpus=2)]):
+        folder = workspace()
+        script = new_script(impl, folder, steps=2)
+        r = run(impl, script, num_workers=(2, 4), folder=folder,
+                elastic_interval_s=impl.elastic_interval_s,
+                failure_config=impl.train.FailureConfig(max_failures=0))
+    setting = f"{r.setting}, 1 node x 2 CPUs: exactly min_workers=2 fit"
+    assertions.succeeded(r.outcome, setting)
+    assertions.equal([s["world_size"] for s in r.events("start")], [2, 2],
+                     "world sizes of every rank's start", setting)

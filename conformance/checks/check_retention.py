@@ -171,3 +171,28 @@ def check_resumed_run_keeps_ranking_earlier_checkpoints(impl):
 def check_resumed_run_ties_go_to_the_later_report(impl):
     # equal scores across the two runs: the report index continues, so the later is better
     _resumed(impl, [1.0, 1.0], [1.0, 2.0, 1.0], num_to_keep=2, order="min")
+
+
+@clause("retention.shared-name")
+def check_a_folder_two_checkpoints_name_stays_while_one_is_kept(impl):
+    # steps 0 and 1 both report into 'shared'; step 1 evicts step 0 but is the latest;
+    # step 2 ('other') evicts step 1, and only then may 'shared' go
+    t = impl.train
+    folder = workspace()
+    names = {0: "shared", 1: "shared", 2: "other"}
+    script = new_script(impl, folder, steps=3, dir_names=names, list_reported=True)
+    r = run(impl, script, num_workers=1, folder=folder,
+            checkpoint_config=t.CheckpointConfig(num_to_keep=1))
+    setting = f"{r.setting}, checkpoint_dir_name per step {names}"
+    assertions.succeeded(r.outcome, setting)
+    after = {e["step"]: e for e in r.events("reported")}
+    listed = {e["step"]: [x["name"] for x in e["listed"]] for e in r.events("listed")}
+    assertions.equal(listed.get(1), ["shared"], "checkpoints listed after step 1", setting)
+    # the probe journals, after each report, whether get_checkpoint()'s folder exists
+    assertions.equal(after[1].get("checkpoint_files"), ["shard-0.json"],
+                     "files of get_checkpoint() after step 1 (its folder 'shared' is also "
+                     "the evicted step 0's)", setting)
+    on_disk = sorted(n for n in os.listdir(r.run_dir) if not n.startswith("."))
+    assertions.equal(on_disk, ["checkpoint_manager_snapshot.json", "other"],
+                     "run folder after step 2 evicted the last checkpoint named 'shared'",
+                     setting)

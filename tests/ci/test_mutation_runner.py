@@ -137,23 +137,41 @@ def test_every_target_names_files_and_checks_that_exist():
         run.load_target("nope")
 
 
-def test_forgetting_survivors_makes_only_them_pending_again(tmp_path):
+def test_forgetting_survivors_makes_only_them_pending_again(tmp_path, monkeypatch):
     from cosmic_ray.work_db import WorkDB
 
+    monkeypatch.setattr(run, "ROOT", tmp_path)
     db_path = tmp_path / "s.sqlite"
     db = WorkDB(str(db_path), WorkDB.Mode.create)
-    items = {name: item("toy.py", f"core/{name}", 0) for name in "KSX"}
+    (tmp_path / "toy.py").write_text(TOY)
+    items = {name: item("toy.py", f"core/{name}", 0) for name in "KSUX"}
     for it in items.values():
         db.add_work_item(it)
     normal = WorkerOutcome.NORMAL
     db.set_result(items["K"].job_id, WorkResult(normal, "killed", Outcome.KILLED))
     db.set_result(items["S"].job_id, WorkResult(normal, "survived", Outcome.SURVIVED))
+    db.set_result(items["U"].job_id, WorkResult(normal, "survived", Outcome.SURVIVED))
     db.set_result(items["X"].job_id, WorkResult(WorkerOutcome.SKIPPED, "operator excluded"))
     db.close()
-    assert run.forget_survivors(db_path) == 1
+    # an unobservable entry with operator "*" covers every mutant of its line; here only U's
+    unobservable = [dict(file="toy.py", operator="core/U", reason="same results",
+                         line="return sorted(scores)[-n:] if n > 0 else []")]
+    assert run.forget_survivors(db_path, unobservable) == 1
     db = WorkDB(str(db_path), WorkDB.Mode.open)
     try:
         assert [i.job_id for i in db.pending_work_items] == [items["S"].job_id]
-        assert {job for job, _ in db.results} == {items["K"].job_id, items["X"].job_id}
+        assert {job for job, _ in db.results} == {items[n].job_id for n in "KUX"}
     finally:
         db.close()
+
+
+def test_an_unobservable_entry_with_operator_star_covers_its_whole_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(run, "ROOT", tmp_path)
+    (tmp_path / "toy.py").write_text(TOY)
+    survived = WorkResult(WorkerOutcome.NORMAL, "survived", Outcome.SURVIVED)
+    pairs = [(item("toy.py", f"core/{op}", 0), survived) for op in ("A", "B")] + \
+        [(item("toy.py", "core/C", 0, line=1), survived)]
+    entry = dict(file="toy.py", operator="*", reason="r",
+                 line="return sorted(scores)[-n:] if n > 0 else []")
+    assert [r["status"] for r in run.classify(pairs, [entry])] == \
+        ["unobservable", "unobservable", "survived"]
