@@ -383,6 +383,16 @@ ALL = [
       "3 and the latest 0 (second run)",
       "A run resumed after a crash must not keep a worse checkpoint than it had, nor "
       "leave the earlier run's folders behind forever."),
+    C("resume.nan-score", "SHOULD", "A run whose kept checkpoint scored NaN resumes",
+      "A fit() resuming a run whose retained checkpoints include one with a NaN score "
+      "starts, reads that score back as NaN and ranks it below every other checkpoint "
+      "(clause retention.non-finite-score), so the next report evicts it.",
+      CKMGR + ":_load_state",
+      "num_to_keep=1, max: first run 1, NaN (the latest); second run 0.5, 2 -> kept: 2",
+      "A diverged last step (loss NaN) is exactly when a run is resumed.",
+      ray_note="Ray 2.60 writes the NaN score into its snapshot as null and the resumed "
+      "fit() raises ControllerError (\"unsupported operand type(s) for *: 'float' and "
+      "'NoneType'\")."),
     # ---------------------------------------------------------------- local mode
     C("local.in-driver", "MUST", "Local mode runs in the driver",
       "num_workers=0 runs the training function synchronously in the process that called "

@@ -167,6 +167,13 @@ def check_resumed_run_keeps_ranking_earlier_checkpoints(impl):
     _resumed(impl, [5.0, 1.0, 2.0], [3.0, 0.0], num_to_keep=2, order="max")
 
 
+@clause("resume.nan-score")
+def check_resumed_run_keeps_a_nan_scored_latest_ranked_worst(impl):
+    # the first run ends on a NaN score (kept as its latest); the resumed run reads it back
+    # as NaN, ranks it below everything and evicts it at its first report
+    _resumed(impl, [1.0, float("nan")], [0.5, 2.0], num_to_keep=1, order="max")
+
+
 @clause("resume.retention")
 def check_resumed_run_ties_go_to_the_later_report(impl):
     # equal scores across the two runs: the report index continues, so the later is better

@@ -94,3 +94,40 @@ def check_validated_metrics_merge_and_rank(impl):
 @clause("validation.merge-and-rank")
 def check_validated_metrics_rank_under_min(impl):
     _check(impl, [2.0, None, 0.5, 1.0], num_to_keep=2, order="min")
+
+
+@clause("validation.merge-and-rank")
+def check_a_validation_settling_later_evicts_and_deletes(impl):
+    # no waiting between reports: checkpoint 0 (val 1) can only be evicted when a
+    # validation settles (once checkpoint 1's val 3 is known), whatever the timing; after
+    # fit() every validation settled and only the best (1) and the latest (2) remain
+    t = impl.train
+    folder = workspace()
+    values = [1.0, 3.0, 2.0]
+    script = new_script(impl, folder, steps=3, validate=(0, 1, 2))
+    validation = t.ValidationConfig(
+        validate_checkpoint, task_config=t.ValidationTaskConfig(fn_kwargs={"values": values}))
+    r = run(impl, script, num_workers=1, folder=folder, name="validated",
+            checkpoint_config=t.CheckpointConfig(num_to_keep=1,
+                                                 checkpoint_score_attribute="val"),
+            validation_config=validation)
+    setting = f"{r.setting}, report(..., validation=True) at steps 0-2, values {values}"
+    result = assertions.succeeded(r.outcome, setting)
+    on_disk = sorted(n for n in os.listdir(r.run_dir) if n.startswith("ckpt-"))
+    assertions.equal(on_disk, ["ckpt-0001", "ckpt-0002"], "checkpoint folders on disk", setting)
+    best = [(os.path.basename(c.path.rstrip("/")), m.get("val"))
+            for c, m in result.best_checkpoints]
+    assertions.equal(best, [("ckpt-0001", 3.0)], "result.best_checkpoints", setting)
+    # a resumed run lists the earlier run's checkpoints with the statuses they ended in
+    again = new_script(impl, folder, journal="second", steps=4, list_reported=True)
+    r2 = run(impl, again, num_workers=1, folder=folder, name="validated",
+             checkpoint_config=t.CheckpointConfig(num_to_keep=1,
+                                                  checkpoint_score_attribute="val"),
+             validation_config=validation)
+    setting2 = f"{r2.setting}, the second fit() of the same name"
+    assertions.succeeded(r2.outcome, setting2)
+    (first,) = [e["listed"] for e in r2.events("listed") if e["step"] is None]
+    assertions.equal([(e["name"], e["status"], e["metrics"].get("val")) for e in first],
+                     [("ckpt-0002", "VALIDATED", 2.0), ("ckpt-0001", "VALIDATED", 3.0)],
+                     "get_all_reported_checkpoints() at the start of the resumed run",
+                     setting2)
