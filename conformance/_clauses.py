@@ -325,6 +325,12 @@ ALL = [
       "On each worker get_context() reports world size N, a distinct world rank in 0..N-1, "
       "local rank = world rank, local world size N and node rank 0 on a single node; "
       "get_experiment_name() is RunConfig.name.", "python/ray/train/v2/api/context.py"),
+    C("context.collectives", "MUST", "broadcast_from_rank_zero and barrier",
+      "In a training function on N workers, <root>.train.collective.broadcast_from_rank_zero"
+      "(data) returns rank 0's data on every rank and barrier() returns None on every rank "
+      "once all ranks called it.", "python/ray/train/collective/collectives.py",
+      "rank r calls broadcast_from_rank_zero({'from_rank': r}) -> {'from_rank': 0} on both",
+      "Ranks agree on a value (a run id, a vocabulary) without a framework's process group."),
     C("context.omp-threads", "MUST", "A worker's OpenMP threads follow its CPUs",
       "Unless OMP_NUM_THREADS is already set, every worker process starts with "
       "OMP_NUM_THREADS = floor(CPUs of resources_per_worker), at least 1: '1' by default, "
@@ -408,6 +414,11 @@ ALL = [
       ray_note="Differs from distributed mode, where metric-only reports are dropped and the "
       "latest checkpoint stays. Notes that say local mode keeps the last checkpoint are "
       "wrong for 2.60."),
+    C("local.collectives", "MUST", "Collectives of local mode's one rank",
+      "In local mode <root>.train.collective.broadcast_from_rank_zero(data) returns data "
+      "and barrier() returns None at once (the training function is the only rank).",
+      LOCAL, "broadcast_from_rank_zero({'a': 1}) == {'a': 1}",
+      "Code that syncs ranks must run unchanged in local mode, where it is debugged."),
     C("local.exceptions", "MUST", "Local mode exceptions propagate unwrapped",
       "An exception raised by the training function in local mode propagates from fit() "
       "as the same object, not wrapped in TrainingFailedError.", LOCAL),

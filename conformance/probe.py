@@ -95,6 +95,9 @@ class Script:
     list_reported: bool = False
     #: step -> rank 0's checkpoint_dir_name (default 'ckpt-<step>')
     dir_names: dict = dataclasses.field(default_factory=dict)
+    #: at the start, journal what <train>.collective.broadcast_from_rank_zero and barrier
+    #: return on each rank
+    collectives: bool = False
     #: steps whose report asks for validation (report(..., validation=True)); the run's
     #: ValidationConfig then runs `validate_checkpoint`
     validate: tuple = ()
@@ -417,6 +420,12 @@ def run_script(config: dict) -> dict:
         restored = read_state(train, train.get_checkpoint())
         record_start(s, ctx, journal, attempt, restored)
         _list_reported(s, train, journal, rank, attempt, None)
+        if s.collectives:
+            collective = importlib.import_module(s.train_module + ".collective")
+            got = collective.broadcast_from_rank_zero({"from_rank": rank})
+            waited = collective.barrier()
+            journal.record(ev="collective", rank=rank, attempt=attempt, broadcast=got,
+                           barrier=repr(waited))
         first = 0 if restored is None or restored["step"] is None else restored["step"] + 1
         steps_at_this_size = 0
         for index, step in enumerate(range(first, s.steps)):

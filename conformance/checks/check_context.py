@@ -60,3 +60,15 @@ def check_openmp_threads_follow_the_cpus(impl):
         result = assertions.succeeded(impl.fit(factory), setting)
         assertions.equal(result.return_value, {"OMP_NUM_THREADS": expected},
                          "the worker's OMP_NUM_THREADS", setting)
+
+
+@clause("context.collectives")
+def check_collectives_across_ranks(impl):
+    folder = workspace()
+    script = new_script(impl, folder, steps=1, collectives=True)
+    r = run(impl, script, num_workers=2, folder=folder)
+    assertions.succeeded(r.outcome, r.setting)
+    seen = {e["rank"]: (e["broadcast"], e["barrier"]) for e in r.events("collective")}
+    assertions.equal(seen, {0: ({"from_rank": 0}, "None"), 1: ({"from_rank": 0}, "None")},
+                     "rank -> (broadcast_from_rank_zero({'from_rank': rank}), barrier())",
+                     r.setting)

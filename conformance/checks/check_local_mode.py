@@ -62,3 +62,15 @@ def check_exception_propagates_unwrapped(impl):
     if isinstance(err, impl.train.TrainingFailedError):
         raise AssertionError(f"fit() wrapped the exception in {type(err).__name__} "
                              f"[{r.setting}]")
+
+
+@clause("local.collectives")
+def check_collectives_of_one_rank(impl):
+    folder = workspace()
+    script = new_script(impl, folder, steps=1, collectives=True)
+    r = run(impl, script, num_workers=0, folder=folder)
+    assertions.succeeded(r.outcome, r.setting)
+    (seen,) = r.events("collective")
+    assertions.equal((seen["broadcast"], seen["barrier"]), ({"from_rank": 0}, "None"),
+                     "(broadcast_from_rank_zero({'from_rank': 0}), barrier()) in local mode",
+                     r.setting)
