@@ -151,3 +151,12 @@ def no_checkpoint_run(impl) -> Run:
         return run(impl, script, num_workers=1, folder=folder)
 
     return shared(impl, "no-checkpoint", build)
+
+
+def collectives_seen(impl, num_workers):
+    """A run whose ranks journal what broadcast_from_rank_zero({'from_rank': rank}) and
+    barrier() return: (the run, rank -> (broadcast's value, repr of barrier's))."""
+    folder = workspace()
+    script = new_script(impl, folder, steps=1, collectives=True)
+    r = run(impl, script, num_workers=num_workers, folder=folder)
+    return r, {e["rank"]: (e["broadcast"], e["barrier"]) for e in r.events("collective")}

@@ -10,7 +10,14 @@ from conformance import assertions, journal_checks
 from conformance.adapters.base import NodeSpec, require
 from conformance.catalogue import clause
 from conformance.probe import worker_environment
-from conformance.scenarios import TrainerFactory, basic_run, new_script, run, workspace
+from conformance.scenarios import (
+    TrainerFactory,
+    basic_run,
+    collectives_seen,
+    new_script,
+    run,
+    workspace,
+)
 
 
 @clause("context.ranks")
@@ -64,11 +71,8 @@ def check_openmp_threads_follow_the_cpus(impl):
 
 @clause("context.collectives")
 def check_collectives_across_ranks(impl):
-    folder = workspace()
-    script = new_script(impl, folder, steps=1, collectives=True)
-    r = run(impl, script, num_workers=2, folder=folder)
+    r, seen = collectives_seen(impl, num_workers=2)
     assertions.succeeded(r.outcome, r.setting)
-    seen = {e["rank"]: (e["broadcast"], e["barrier"]) for e in r.events("collective")}
     assertions.equal(seen, {0: ({"from_rank": 0}, "None"), 1: ({"from_rank": 0}, "None")},
                      "rank -> (broadcast_from_rank_zero({'from_rank': rank}), barrier())",
                      r.setting)
