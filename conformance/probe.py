@@ -305,11 +305,8 @@ def write_checkpoint(train, folder: str, step: int, rank: int, attempt: int):
 
 def validate_checkpoint(checkpoint, values: list) -> dict:
     """A ValidationConfig function: {"val": values[step]} for the checkpoint of `step`
-    (read from its shard files); a None value makes the validation fail."""
-    with checkpoint.as_directory() as folder:
-        shard = next(n for n in sorted(os.listdir(folder)) if n.startswith("shard-"))
-        with open(os.path.join(folder, shard)) as f:
-            step = json.load(f)["step"]
+    (read_state); a None value makes the validation fail."""
+    step = read_state(None, checkpoint)["step"]
     if values[step] is None:
         raise RuntimeError(f"the validation of step {step} fails (as the check asks)")
     return {"val": values[step]}
