@@ -399,6 +399,18 @@ ALL = [
       ray_note="Ray 2.60 writes the NaN score into its snapshot as null and the resumed "
       "fit() raises ControllerError (\"unsupported operand type(s) for *: 'float' and "
       "'NoneType'\")."),
+    C("resume.snapshot-write-failure", "MUST", "A failed snapshot write loses nothing",
+      "When writing the run's snapshot fails while a reported checkpoint is registered "
+      "(the storage file system raises), fit() raises ControllerError, no checkpoint that "
+      "registration would have evicted is deleted, and a later fit() of the same run "
+      "resumes from the snapshot written last: get_checkpoint() at its start is the latest "
+      "checkpoint registered before the failure, which is still whole, and the checkpoint "
+      "whose registration failed is in no listing or Result.", CKMGR +
+      ":_save_state_and_delete_old_checkpoints",
+      "num_to_keep=1; the snapshot write of step 2's registration fails -> ControllerError; "
+      "step 1's folder stays; the next fit() starts from step 1",
+      "A storage outage at the wrong moment must cost at most the report it interrupted, "
+      "never the checkpoint a restart needs."),
     # ---------------------------------------------------------------- local mode
     C("local.in-driver", "MUST", "Local mode runs in the driver",
       "num_workers=0 runs the training function synchronously in the process that called "

@@ -63,8 +63,10 @@ def new_script(impl, folder: str, journal: str = "journal", **kwargs) -> Script:
 
 def run(impl, script: Script, *, num_workers, folder: str, name: str | None = None,
         storage: str | None = None, checkpoint_config=None, failure_config=None, elastic_interval_s: float | None = None,
-        deadline_s: float | None = None, background: bool = False, validation_config=None):
-    """Run `run_script` under the implementation's DataParallelTrainer."""
+        deadline_s: float | None = None, background: bool = False, validation_config=None,
+        storage_filesystem=None):
+    """Run `run_script` under the implementation's DataParallelTrainer (`storage` is then a
+    path on `storage_filesystem` when one is given)."""
     t = impl.train
     name = name or f"run-{uuid.uuid4().hex[:8]}"
     storage = storage or os.path.join(folder, "storage")
@@ -75,6 +77,7 @@ def run(impl, script: Script, *, num_workers, folder: str, name: str | None = No
         name=name, storage_path=storage,
         checkpoint_config=checkpoint_config or t.CheckpointConfig(),
         failure_config=failure_config or t.FailureConfig(),
+        **({} if storage_filesystem is None else {"storage_filesystem": storage_filesystem}),
     )
     factory = TrainerFactory(impl.DataParallelTrainer, dict(
         train_loop_per_worker=run_script, train_loop_config={"script": script},

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import os
 import queue
@@ -85,6 +86,8 @@ def open_session(target: Target, db_path: Path, resume: bool):
     if db_path.exists() and not resume:
         db_path.unlink()
     fresh = not db_path.exists()
+    if not fresh:
+        check_files_unchanged(target, db_path)
     db = WorkDB(str(db_path), WorkDB.Mode.create)
     if fresh:
         cwd = os.getcwd()
@@ -98,7 +101,49 @@ def open_session(target: Target, db_path: Path, resume: bool):
             if any(p.search(item.mutations[0].operator_name) for p in patterns):
                 db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED,
                                                       output="operator excluded"))
+        record_files(target, db_path)
     return db
+
+
+def file_digests(target: Target) -> dict[str, str]:
+    return {f: hashlib.sha256((ROOT / f).read_bytes()).hexdigest() for f in target.files}
+
+
+def record_files(target: Target, db_path: Path) -> None:
+    """Store the digests of the mutated files beside the session's mutants: a mutant is an
+    occurrence number in one version of its file."""
+    import sqlite3
+
+    with sqlite3.connect(db_path) as con:
+        con.execute("CREATE TABLE IF NOT EXISTS trainspec_files (path TEXT PRIMARY KEY, "
+                    "sha256 TEXT)")
+        con.executemany("INSERT OR REPLACE INTO trainspec_files VALUES (?, ?)",
+                        sorted(file_digests(target).items()))
+
+
+def check_files_unchanged(target: Target, db_path: Path) -> None:
+    """Refuse to go on with a session whose files changed since its mutants were listed
+    (its occurrences and line numbers would point at other code)."""
+    import sqlite3
+
+    with sqlite3.connect(db_path) as con:
+        try:
+            recorded = dict(con.execute("SELECT path, sha256 FROM trainspec_files"))
+        except sqlite3.OperationalError:  # a session from before digests were kept
+            recorded = None
+    if recorded is None:
+        print(f"{target.name}: the session at {db_path} has no file digests; recording "
+              "today's (its results are trusted to match them)", file=sys.stderr)
+        record_files(target, db_path)
+        return
+    changed = sorted(f for f, digest in file_digests(target).items()
+                     if recorded.get(f) != digest)
+    if changed:
+        raise SystemExit(
+            f"{target.name}: {', '.join(changed)} changed since the session at {db_path} "
+            "listed its mutants; its results are for the old code. Run "
+            f"`python ci/mutation/run.py {target.name}` without --resume, "
+            "--rejudge-survivors or --report-only to start a new session.")
 
 
 def forget_survivors(db_path: Path, unobservable: list[dict]) -> int:
@@ -144,8 +189,12 @@ def run_judge(command: list[str], cwd: Path, timeout_s: float) -> tuple[str, str
     env = dict(os.environ, PYTHONPATH=str(cwd), PYTHONDONTWRITEBYTECODE="1")
     started = time.monotonic()
     with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        with _RUNNING_LOCK:
+            if _STOPPING.is_set():
+                raise RuntimeError("the runner is stopping: no new judge")
+            proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=out,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+            _RUNNING.add(proc)
         try:
             code = proc.wait(timeout=timeout_s)
             verdict = "survived" if code == 0 else "killed"
@@ -153,12 +202,30 @@ def run_judge(command: list[str], cwd: Path, timeout_s: float) -> tuple[str, str
             verdict = "timeout"
         finally:
             _kill_group(proc)
+            with _RUNNING_LOCK:
+                _RUNNING.discard(proc)
         out.seek(0)
         text = out.read().decode(errors="replace")
     # what failed (pytest's `E` and FAILED lines) before the end of the output
     failed = [line for line in text.splitlines() if line.startswith(("E ", "FAILED"))][:40]
     tail = "\n".join(failed + ["...", text[-1500:]]) if failed else text[-3000:]
     return verdict, tail, time.monotonic() - started
+
+
+#: the judging commands running now (each the leader of its own process group)
+_RUNNING: set[subprocess.Popen] = set()
+_RUNNING_LOCK = threading.Lock()
+_STOPPING = threading.Event()
+
+
+def kill_running() -> None:
+    """Kill every judging command still running and start no other (the runner is being
+    stopped)."""
+    with _RUNNING_LOCK:
+        _STOPPING.set()
+        procs = list(_RUNNING)
+    for proc in procs:
+        _kill_group(proc)
 
 
 def _kill_group(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
@@ -254,11 +321,28 @@ def execute(db, target: Target, jobs: int, timeout_s: float | None, limit: int |
                         f"#{spec.occurrence}: {state}")
 
         threads = [threading.Thread(target=worker, args=(c,), daemon=True) for c in copies]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        stopping = _stop_on_sigterm()
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        except BaseException:
+            # Ctrl-C or SIGTERM: no judge outlives the runner; what was judged is kept
+            while not work.empty():
+                work.get_nowait()
+            kill_running()
+            raise
+        finally:
+            signal.signal(signal.SIGTERM, stopping)
     return baseline
+
+
+def _stop_on_sigterm():
+    """Make SIGTERM stop the runner as Ctrl-C does; the handler it replaces."""
+    def stop(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    return signal.signal(signal.SIGTERM, stop)
 
 
 # ------------------------------------------------------------------ the report

@@ -39,3 +39,46 @@ def check_resume_after_finished_run(impl):
 def check_resume_after_failed_run(impl):
     _second_run_restores(impl, (Fault("raise", rank=0, report=2),), first_ok=False)
 
+
+
+@clause("resume.snapshot-write-failure")
+def check_a_failed_snapshot_write_keeps_the_last_registered_checkpoint(impl):
+    # num_to_keep=1: registering step 2 ('doomed-2') would evict step 1, the latest so far;
+    # the file system refuses every snapshot that names 'doomed', so that registration fails
+    import os
+
+    from conformance.failing_fs import snapshot_failing_filesystem
+
+    t = impl.train
+    folder, name = workspace(), "snapshot-write-fails"
+    storage = os.path.join(folder, "storage")
+    names = {0: "ok-0", 1: "ok-1", 2: "doomed-2", 3: "ok-3"}
+    config = t.CheckpointConfig(num_to_keep=1)
+    first = new_script(impl, folder, journal="first", steps=4, dir_names=names)
+    r1 = run(impl, first, num_workers=1, folder=folder, name=name, storage=storage,
+             checkpoint_config=config,
+             storage_filesystem=snapshot_failing_filesystem("doomed"))
+    setting = f"{r1.setting}, storage_filesystem failing the snapshot that names 'doomed-2'"
+    assertions.failed(r1.outcome, t.ControllerError, setting)
+    run_dir = os.path.join(storage, name)
+    assertions.equal(sorted(os.listdir(os.path.join(run_dir, "ok-1"))), ["shard-0.json"],
+                     "files of step 1's checkpoint (the latest registered) after the failed "
+                     "registration that would have evicted it", setting)
+    second = new_script(impl, folder, journal="second", steps=4, list_reported=True)
+    r2 = run(impl, second, num_workers=1, folder=folder, name=name, storage=storage,
+             checkpoint_config=config)
+    setting2 = f"{r2.setting}, second fit() of name={name!r} on the local file system"
+    result = assertions.succeeded(r2.outcome, setting2)
+    (start,) = r2.events("start")
+    assertions.equal((start["restored"] or {}).get("step"), 1,
+                     "step of get_checkpoint() at the start of the second fit()", setting2)
+    listed = [x["name"] for e in r2.events("listed") for x in e["listed"]]
+    assertions.equal("doomed-2" in listed, False,
+                     "whether get_all_reported_checkpoints() of the second fit() lists the "
+                     "checkpoint whose registration failed", setting2)
+    kept = [os.path.basename(c.path.rstrip("/")) for c, _ in result.best_checkpoints]
+    assertions.equal(len(kept), 1, "len(result.best_checkpoints) of the second fit()",
+                     setting2)
+    assertions.equal("doomed-2" in kept + [os.path.basename(result.checkpoint.path)], False,
+                     "whether the second fit()'s Result names the checkpoint whose "
+                     "registration failed", setting2)

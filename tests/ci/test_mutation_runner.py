@@ -175,3 +175,60 @@ def test_an_unobservable_entry_with_operator_star_covers_its_whole_line(tmp_path
                  line="return sorted(scores)[-n:] if n > 0 else []")
     assert [r["status"] for r in run.classify(pairs, [entry])] == \
         ["unobservable", "unobservable", "survived"]
+
+
+def test_a_session_whose_files_changed_is_not_resumed(tmp_path, monkeypatch):
+    monkeypatch.setattr(run, "ROOT", tmp_path)
+    (tmp_path / "toy.py").write_text(TOY)
+    target = run.Target("toy", ["toy.py"], [], [], None)
+    db_path = tmp_path / "toy.sqlite"
+    run.open_session(target, db_path, resume=False).close()
+    run.open_session(target, db_path, resume=True).close()  # the same file: it goes on
+    (tmp_path / "toy.py").write_text("# a new first line moves every mutant\n" + TOY)
+    with pytest.raises(SystemExit, match="toy.py changed since the session"):
+        run.open_session(target, db_path, resume=True)
+    db = run.open_session(target, db_path, resume=False)  # a new session of the new file
+    try:
+        assert {i.mutations[0].start_pos[0] for i in db.work_items} == {3}
+    finally:
+        db.close()
+
+
+def test_stopping_the_runner_kills_the_judge_running_and_starts_none(tmp_path, monkeypatch):
+    import os
+    import signal
+    import threading
+    import time
+
+    monkeypatch.setattr(run, "_STOPPING", threading.Event())
+    marker = tmp_path / "child.pid"
+    hang = [sys.executable, "-c",
+            "import subprocess, sys, time; "
+            f"p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+            f"open({str(marker)!r}, 'w').write(str(p.pid)); time.sleep(60)"]
+    verdicts = []
+    judge = threading.Thread(target=lambda: verdicts.append(
+        run.run_judge(hang, tmp_path, timeout_s=50)[0]))
+    judge.start()
+    deadline = time.monotonic() + 20
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker.exists(), "the judging command never started its child"
+    # SIGTERM reaches the runner as KeyboardInterrupt, as Ctrl-C does
+    previous = run._stop_on_sigterm()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    started = time.monotonic()
+    run.kill_running()
+    judge.join(20)
+    assert not judge.is_alive() and time.monotonic() - started < 15
+    assert verdicts == ["killed"]  # SIGKILLed before its 50 s timeout
+    pid = int(marker.read_text())
+    assert not Path(f"/proc/{pid}").exists() or \
+        Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+    with pytest.raises(RuntimeError, match="stopping"):
+        run.run_judge(hang, tmp_path, timeout_s=50)

@@ -130,7 +130,10 @@ class Controller:
     def step(self) -> S.Transition:
         source = self.state
         handler = getattr(self, f"_on_{type(source).__name__.lower()}")
-        target, reason = handler(source)
+        try:
+            target, reason = handler(source)
+        except Exception as exc:  # noqa: BLE001 - the run ends with it, as in Ray
+            target, reason = self._on_controller_exception(exc)
         if (isinstance(target, (S.Finished, S.Errored)) and self.validations is not None
                 and self.validations.busy):
             reason = f"{reason}; waiting for the pending validations"
@@ -140,6 +143,20 @@ class Controller:
         self.transitions.append(record)
         logger.debug("%s", record)
         return record
+
+    def _on_controller_exception(self, exc: Exception):
+        """An error of the controller's own work (a snapshot write that failed, a
+        callback that raised) ends the run as in Ray's control loop: a TrainingFailedError
+        as it is, anything else as ControllerError, which no FailureConfig budget retries;
+        the attempt's workers are stopped without the backend's shutdown."""
+        from reference.train._exceptions import TrainingFailedError
+
+        reason = f"controller error: {type(exc).__name__}: {_one_line(str(exc))}"
+        if not isinstance(exc, TrainingFailedError):
+            logger.exception("Error in control loop iteration: %s", exc)
+            exc = self._controller_error(exc)
+        self._shutdown_group()
+        return S.Errored(exc), reason
 
     def run(self):
         try:

@@ -275,7 +275,11 @@ def test_a_resize_discards_the_old_attempts_staging():
     assert discards == [(0, True)]
 
 
-def test_a_commit_that_raises_aborts_after_discarding_the_staging():
+def test_a_commit_that_raises_errors_the_run_after_discarding_the_staging():
+    # as Ray's control loop: the controller's own error ends the run as ControllerError,
+    # which no FailureConfig budget retries
+    from reference.train._exceptions import ControllerError
+
     discards = []
 
     def commit(attempt, index, name, metrics):
@@ -283,9 +287,12 @@ def test_a_commit_that_raises_aborts_after_discarding_the_staging():
 
     c, factory, _ = make([[Report(0, 0, {}, True, "a"), Report(1, 0, {}, True, "a")]],
                          discards=discards, commit=commit)
-    with pytest.raises(OSError):
-        c.run()
-    assert isinstance(c.state, S.Aborted) and factory.groups[0].shut_down
+    final = c.run()
+    assert isinstance(final, S.Errored) and isinstance(final.error, ControllerError)
+    assert isinstance(final.error.controller_failure, OSError)
+    assert c.transitions[-1].reason.startswith("controller error: ")
+    assert "No space left on device" in c.transitions[-1].reason
+    assert factory.groups[0].shut_down and len(factory.groups) == 1
     assert discards == [(0, True)]
 
 
