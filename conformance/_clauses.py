@@ -400,12 +400,14 @@ ALL = [
       "fit() raises ControllerError (\"unsupported operand type(s) for *: 'float' and "
       "'NoneType'\")."),
     C("resume.snapshot-write-failure", "MUST", "A failed snapshot write loses nothing",
-      "When writing the run's snapshot fails while a reported checkpoint is registered "
-      "(the storage file system raises), fit() raises ControllerError, no checkpoint that "
-      "registration would have evicted is deleted, and a later fit() of the same run "
-      "resumes from the snapshot written last: get_checkpoint() at its start is the latest "
-      "checkpoint registered before the failure, which is still whole, and the checkpoint "
-      "whose registration failed is in no listing or Result.", CKMGR +
+      "When writing the run's snapshot fails while a reported checkpoint is registered, or "
+      "while a validation's result is merged (the storage file system raises), fit() "
+      "raises ControllerError, no checkpoint that change would have evicted is deleted, "
+      "and a later fit() of the same run resumes from the snapshot written last: "
+      "get_checkpoint() at its start is the latest checkpoint registered before the "
+      "failure, which is still whole; a checkpoint whose registration failed is in no "
+      "listing or Result, and one whose validation result was not stored is validated "
+      "again by the later fit().", CKMGR +
       ":_save_state_and_delete_old_checkpoints",
       "num_to_keep=1; the snapshot write of step 2's registration fails -> ControllerError; "
       "step 1's folder stays; the next fit() starts from step 1",

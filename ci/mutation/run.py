@@ -366,7 +366,8 @@ def classify(items_and_results, unobservable: list[dict]) -> list[dict]:
     """One row per mutant: file, line, operator, occurrence, the unmutated line, and its
     status (killed | survived | timeout | unobservable | skipped | no-test | pending).
     An unobservable entry matches by file, operator and the unmutated line's text, so
-    it keeps matching when lines move."""
+    it keeps matching when lines move; where that text is on several lines, the entry's
+    `after` (the text of the line before) tells them apart."""
     rows = []
     for item, result in items_and_results:
         spec = item.mutations[0]
@@ -393,7 +394,8 @@ def classify(items_and_results, unobservable: list[dict]) -> list[dict]:
         if row["status"] == "survived":
             for e in unobservable:
                 if (e["file"], e["line"].strip()) == (file, text) and \
-                        e["operator"] in ("*", spec.operator_name):
+                        e["operator"] in ("*", spec.operator_name) and \
+                        e.get("after", "").strip() in ("", source_line(file, line - 1)):
                     row["status"], row["reason"] = "unobservable", e["reason"]
                     break
         rows.append(row)

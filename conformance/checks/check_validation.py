@@ -131,3 +131,45 @@ def check_a_validation_settling_later_evicts_and_deletes(impl):
                      [("ckpt-0002", "VALIDATED", 2.0), ("ckpt-0001", "VALIDATED", 3.0)],
                      "get_all_reported_checkpoints() at the start of the resumed run",
                      setting2)
+
+
+@clause("resume.snapshot-write-failure")
+def check_a_failed_snapshot_write_of_a_validation_is_validated_again(impl):
+    # num_to_keep=1: step 1's validation (val 424242.5) would evict step 0 (val 3); the file
+    # system refuses every snapshot holding '424242.5', so merging that result fails
+    from conformance.failing_fs import snapshot_failing_filesystem
+
+    t = impl.train
+    folder, name = workspace(), "validation-write-fails"
+    storage = os.path.join(folder, "storage")
+    values = [3.0, 424242.5, 1.0]
+    validation = t.ValidationConfig(
+        validate_checkpoint, task_config=t.ValidationTaskConfig(fn_kwargs={"values": values}))
+    config = t.CheckpointConfig(num_to_keep=1, checkpoint_score_attribute="val")
+    first = new_script(impl, folder, journal="first", steps=2, validate=(0, 1))
+    r1 = run(impl, first, num_workers=1, folder=folder, name=name, storage=storage,
+             checkpoint_config=config, validation_config=validation,
+             storage_filesystem=snapshot_failing_filesystem("424242.5"))
+    setting = (f"{r1.setting}, validation values {values[:2]}, storage_filesystem failing "
+               "the snapshot that holds 424242.5")
+    assertions.failed(r1.outcome, t.ControllerError, setting)
+    run_dir = os.path.join(storage, name)
+    assertions.equal(sorted(os.listdir(os.path.join(run_dir, "ckpt-0000"))), ["shard-0.json"],
+                     "files of step 0's checkpoint, which the failed validation result "
+                     "would have evicted", setting)
+    second = new_script(impl, folder, journal="second", steps=3, validate=(2,))
+    r2 = run(impl, second, num_workers=1, folder=folder, name=name, storage=storage,
+             checkpoint_config=config, validation_config=validation)
+    setting2 = f"{r2.setting}, second fit() of name={name!r} on the local file system"
+    result = assertions.succeeded(r2.outcome, setting2)
+    (start,) = r2.events("start")
+    assertions.equal((start["restored"] or {}).get("step"), 1,
+                     "step of get_checkpoint() at the start of the second fit()", setting2)
+    best = [(os.path.basename(c.path.rstrip("/")), m.get("val"))
+            for c, m in result.best_checkpoints]
+    assertions.equal(best, [("ckpt-0001", 424242.5)],
+                     "result.best_checkpoints of the second fit() (step 1 validated again)",
+                     setting2)
+    on_disk = sorted(n for n in os.listdir(r2.run_dir) if n.startswith("ckpt-"))
+    assertions.equal(on_disk, ["ckpt-0001", "ckpt-0002"],
+                     "checkpoint folders on disk after the second fit()", setting2)

@@ -177,6 +177,18 @@ def test_an_unobservable_entry_with_operator_star_covers_its_whole_line(tmp_path
         ["unobservable", "unobservable", "survived"]
 
 
+def test_an_entry_with_after_matches_only_the_line_after_that_text(tmp_path, monkeypatch):
+    monkeypatch.setattr(run, "ROOT", tmp_path)
+    (tmp_path / "twice.py").write_text("a = 1\nx = 0\nb = 2\nx = 0\n")
+    survived = WorkResult(WorkerOutcome.NORMAL, "survived", Outcome.SURVIVED)
+    pairs = [(item("twice.py", "core/N", 0, line=2), survived),
+             (item("twice.py", "core/N", 1, line=4), survived)]
+    entry = dict(file="twice.py", operator="*", reason="r", line="x = 0", after="b = 2")
+    assert [r["status"] for r in run.classify(pairs, [entry])] == ["survived", "unobservable"]
+    del entry["after"]
+    assert [r["status"] for r in run.classify(pairs, [entry])] == ["unobservable"] * 2
+
+
 def test_a_session_whose_files_changed_is_not_resumed(tmp_path, monkeypatch):
     monkeypatch.setattr(run, "ROOT", tmp_path)
     (tmp_path / "toy.py").write_text(TOY)
