@@ -359,8 +359,22 @@ ALL = [
       "crash at step 3 of 4 -> every rank of the next attempt starts from step 2's checkpoint"),
     C("fault.worker-group-error", "MUST", "fit raises WorkerGroupError",
       "When the budget is spent fit() raises WorkerGroupError, a TrainingFailedError, whose "
-      "worker_failures maps world rank to the original exception (for a raising rank).", FAIL,
+      "worker_failures maps world rank to the original exception (for a raising rank), and "
+      "whose message is 'Training failed due to worker errors:' once, then for each failed "
+      "rank a '[Rank N Error Snippet]' block holding that rank's error.", FAIL,
       "except WorkerGroupError as e: e.worker_failures[1] is the user's exception"),
+    C("fault.user-callbacks", "MUST", "UserCallback hooks see every report and failure",
+      "A RunConfig(callbacks=[c]) UserCallback's after_report is called once per "
+      "consolidated report round, in order, with metrics = every rank's dict ordered by "
+      "world rank and the round's Checkpoint (None without one); after_exception is called "
+      "with {world rank: exception} of the ranks that failed, once per failed attempt; both "
+      "get a run_context whose get_run_config() is the run's RunConfig.",
+      "python/ray/train/v2/api/callback.py; "
+      "python/ray/train/v2/_internal/callbacks/user_callback.py",
+      "2 workers, rank 1 raises at report 1, max_failures=1: after_report for step 0, "
+      "after_exception({1: ...}), after_report for steps 1 and 2",
+      "Callbacks are how runs reach trackers and alerting; a missed failure or a report "
+      "counted twice is a wrong dashboard."),
     C("fault.restart-first-report", "SHOULD", "A crash at a restarted attempt's first report is a worker failure",
       "A worker that fails before its first report on a restarted attempt is charged to "
       "max_failures like any other worker failure.", FAIL,

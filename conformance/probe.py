@@ -538,3 +538,55 @@ def _torch_device_view(tt, prepare: bool, out: dict) -> None:
         total = torch.ones(1, device=tt.get_device())
         dist.all_reduce(total)
         out["all_reduce"] = float(total.item())
+
+
+# ------------------------------------------------------------------ a recording callback
+_RECORDING_CLASSES: dict[str, type] = {}
+
+
+def recording_callback(train_module: str, path: str):
+    """A `<train_module>.UserCallback` that appends one JSON line to `path` per hook call:
+    after_report (every rank's step and rank, the checkpoint's folder name or None, the
+    run's name from run_context) and after_exception (the failed ranks, their exception
+    types). It pickles as this call, so it reaches a controller in another process."""
+    cls = _RECORDING_CLASSES.get(train_module)
+    if cls is None:
+        base = importlib.import_module(train_module).UserCallback
+
+        def write(self, **entry):
+            with open(self._path, "a") as f:
+                f.write(json.dumps(entry) + "\n")
+
+        def run_name(run_context):
+            config = getattr(run_context, "get_run_config", lambda: None)()
+            return getattr(config, "name", None)
+
+        def after_report(self, run_context, metrics, checkpoint):
+            self._write(hook="after_report", run=run_name(run_context),
+                        reports=[[m.get("rank"), m.get("step")] for m in metrics],
+                        checkpoint=None if checkpoint is None
+                        else os.path.basename(checkpoint.path.rstrip("/")))
+
+        def after_exception(self, run_context, worker_exceptions):
+            self._write(hook="after_exception", run=run_name(run_context),
+                        ranks=sorted(worker_exceptions),
+                        types=[type(worker_exceptions[r]).__name__
+                               for r in sorted(worker_exceptions)])
+
+        def init(self, path):
+            self._path = path
+
+        cls = type("RecordingCallback", (base,), dict(
+            __init__=init, _write=write, after_report=after_report,
+            after_exception=after_exception,
+            __reduce__=lambda self: (recording_callback, (train_module, self._path))))
+        _RECORDING_CLASSES[train_module] = cls
+    return cls(path)
+
+
+def recorded_calls(path: str) -> list[dict]:
+    """What a recording_callback wrote, in call order."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]

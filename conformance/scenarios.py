@@ -64,7 +64,7 @@ def new_script(impl, folder: str, journal: str = "journal", **kwargs) -> Script:
 def run(impl, script: Script, *, num_workers, folder: str, name: str | None = None,
         storage: str | None = None, checkpoint_config=None, failure_config=None, elastic_interval_s: float | None = None,
         deadline_s: float | None = None, background: bool = False, validation_config=None,
-        storage_filesystem=None):
+        storage_filesystem=None, callbacks=None):
     """Run `run_script` under the implementation's DataParallelTrainer (`storage` is then a
     path on `storage_filesystem` when one is given)."""
     t = impl.train
@@ -78,6 +78,7 @@ def run(impl, script: Script, *, num_workers, folder: str, name: str | None = No
         checkpoint_config=checkpoint_config or t.CheckpointConfig(),
         failure_config=failure_config or t.FailureConfig(),
         **({} if storage_filesystem is None else {"storage_filesystem": storage_filesystem}),
+        **({} if callbacks is None else {"callbacks": callbacks}),
     )
     factory = TrainerFactory(impl.DataParallelTrainer, dict(
         train_loop_per_worker=run_script, train_loop_config={"script": script},

@@ -96,6 +96,15 @@ def check_worker_failures_keyed_by_rank(impl):
     assertions.equal(type(original).__name__, InjectedFault.__name__,
                      "type of worker_failures[1]", r.setting)
     assertions.equal(str(original), str(fault), "str(worker_failures[1])", r.setting)
+    text = str(err)
+    header = "Training failed due to worker errors:"
+    assertions.equal((text.startswith(header + "\n"), text.count(header)), (True, 1),
+                     f"(str(WorkerGroupError) starts with {header!r}, times it is there)",
+                     r.setting)
+    snippet = text.find("[Rank 1 Error Snippet]")
+    assertions.equal((snippet > 0, str(fault) in text[snippet:]), (True, True),
+                     "(str(WorkerGroupError) has a '[Rank 1 Error Snippet]' block, rank 1's "
+                     "error after it)", r.setting)
     assertions.equal(len(journal_checks.attempts(r.events())), 1,
                      "attempts with max_failures=0", r.setting)
 
@@ -120,3 +129,37 @@ def check_acknowledged_checkpoint_survives(impl):
     assertions.equal(acked[-1:], [2], "latest step acknowledged on every rank before the crash",
                      r.setting)
     assertions.verdict(journal_checks.restores_latest(events), r.setting)
+
+
+@clause("fault.user-callbacks")
+def check_user_callbacks_see_each_report_and_failure(impl):
+    # rank 1 raises at its report 1: attempt 0 consolidates step 0 only; the restart
+    # resumes from step 0's checkpoint and reports steps 1 and 2
+    import os
+
+    from conformance.probe import recorded_calls, recording_callback
+
+    folder = workspace()
+    calls_path = os.path.join(folder, "callback.jsonl")
+    script = new_script(impl, folder, steps=3, faults=(Fault("raise", rank=1, report=1),),
+                        step_sleep_s=impl.report_settle_s)
+    r = run(impl, script, num_workers=WORKERS, folder=folder, name="with-callback",
+            failure_config=impl.train.FailureConfig(max_failures=1),
+            callbacks=[recording_callback(impl.train.__name__, calls_path)])
+    setting = f"{r.setting}, RunConfig(callbacks=[a recording UserCallback])"
+    assertions.succeeded(r.outcome, setting)
+    ranks = list(range(WORKERS))
+    expected = [
+        dict(hook="after_report", run="with-callback", reports=[[k, 0] for k in ranks],
+             checkpoint="ckpt-0000"),
+        dict(hook="after_exception", run="with-callback", ranks=[1],
+             types=[InjectedFault.__name__]),
+        dict(hook="after_report", run="with-callback", reports=[[k, 1] for k in ranks],
+             checkpoint="ckpt-0001"),
+        dict(hook="after_report", run="with-callback", reports=[[k, 2] for k in ranks],
+             checkpoint="ckpt-0002"),
+    ]
+    assertions.equal(recorded_calls(calls_path), expected,
+                     "the UserCallback's calls (hook, run_context.get_run_config().name, "
+                     "[rank, step] of each metrics dict, checkpoint folder; failed ranks and "
+                     "exception types)", setting)

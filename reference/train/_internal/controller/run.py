@@ -18,6 +18,7 @@ from reference.train._internal.controller.controller import (
     collective_warn_interval_s,
 )
 from reference.train._internal.controller.policies import FailurePolicy, ScalingPolicy
+from reference.train._internal.controller.run_context import TrainRunContext, WithRunContext
 from reference.train._internal.storage import fs_utils
 from reference.train._internal.storage.checkpoint_manager import CheckpointManager
 from reference.train._internal.storage.persist import persist_as_checkpoint, remove_temporaries
@@ -85,6 +86,7 @@ def _run_owned(trainer, train_fn, storage, worker_env: dict):
     backend = backend_config.backend_cls()
     cluster = ensure_cluster(backend.preload_modules)
     validations = make_validations(trainer, cluster, manager)
+    run_context = TrainRunContext.of(trainer)
     controller = Controller(
         spec=dict(
             resources_per_worker=sc._resources_per_worker_not_none,
@@ -106,7 +108,7 @@ def _run_owned(trainer, train_fn, storage, worker_env: dict):
         commit_round=commit_round,
         discard_staging=functools.partial(discard_staged, storage, staging_prefix),
         report_warn_interval_s=collective_warn_interval_s(),
-        callbacks=tuple(rc.callbacks or ()),
+        callbacks=tuple(WithRunContext(cb, run_context) for cb in rc.callbacks or ()),
         validations=validations,
         events=getattr(cluster, "record_event", None),
     )
