@@ -25,7 +25,7 @@ class TrainRunContext:
         return self.run_config
 
     @classmethod
-    def of(cls, trainer) -> "TrainRunContext":
+    def of(cls, trainer) -> TrainRunContext:
         return cls(run_config=trainer.run_config,
                    train_loop_config=getattr(trainer, "train_loop_config", None),
                    scaling_config=trainer.scaling_config,
