@@ -240,12 +240,15 @@ ALL = [
       "When rank 0 passes a checkpoint with metrics the run snapshot cannot store (an "
       "arbitrary object, an array), its report() raises TypeError naming the key and the "
       "value's type before any file is written; fit() raises WorkerGroupError and the run "
-      "folder holds nothing new.", CKMGR,
+      "folder holds nothing new. The same when rank 0 reports such metrics without a "
+      "checkpoint while another rank passes one: the metrics stored are rank 0's, so it is "
+      "rank 0's report() that raises, and the run folder holds nothing new.", CKMGR,
       "report({'obj': object()}, checkpoint=c)  # TypeError naming 'obj' on rank 0",
       "A failure found after the upload leaves a checkpoint folder nothing refers to.",
       ray_note="Ray 2.60 uploads the checkpoint, then fails writing its snapshot in the "
       "controller (ControllerError: 'Unable to serialize unknown type'), leaving the folder "
-      "unregistered. Its snapshot stores sets, tuples, datetimes and bytes (as JSON lists "
+      "unregistered; the same when only another rank passes the checkpoint. Its snapshot "
+      "stores sets, tuples, datetimes and bytes (as JSON lists "
       "and strings) and numpy.float64, but rejects numpy.int64, numpy.float32 and arrays."),
     # ---------------------------------------------------------------- Result
     C("result.fields", "MUST", "Result fields",

@@ -107,10 +107,12 @@ def check_get_checkpoint_follows_reports(impl):
                          run.setting)
 
 
-def _failed_first_report(impl, **script):
-    """A one-report run whose report must fail on rank 0: (run, rank 0's exception)."""
+def _failed_first_report(impl, checkpoints=None, **script):
+    """A one-report run whose report must fail on rank 0 (by default the rank that passes
+    the checkpoint): (run, rank 0's exception)."""
     folder = workspace()
-    r = run(impl, new_script(impl, folder, steps=1, checkpoints={0: (0,)}, **script),
+    r = run(impl, new_script(impl, folder, steps=1, checkpoints=checkpoints or {0: (0,)},
+                             **script),
             num_workers=2, folder=folder)
     err = assertions.failed(r.outcome, impl.train.WorkerGroupError, r.setting)
     return r, err.worker_failures.get(0)
@@ -143,4 +145,16 @@ def check_unstorable_metrics_fail_before_staging(impl):
     text = str(error)
     assertions.equal(("'obj'" in text, "object" in text), (True, True),
                      f"(key 'obj' named, type object named) in {text[-300:]!r}", setting)
+    _only_marker_left(r)
+
+
+@clause("report.unstorable-metrics")
+def check_unstorable_metrics_fail_when_only_another_rank_stages(impl):
+    r, error = _failed_first_report(impl, checkpoints={0: (1,)},
+                                    metrics={0: {"obj": object()}})
+    setting = (f"{r.setting}, rank 0 reports metrics {{'obj': object()}} without a "
+               "checkpoint while rank 1 passes one")
+    assertions.equal(type(error).__name__, "TypeError", "rank 0's exception type", setting)
+    assertions.equal("'obj'" in str(error), True,
+                     f"key 'obj' named in {str(error)[-300:]!r}", setting)
     _only_marker_left(r)
