@@ -502,6 +502,14 @@ ALL = [
       "on_start raises ValueError -> ControllerError(ValueError), no retry",
       "A backend rejects a bad configuration in on_start (TorchConfig(init_method='bad')); "
       "retrying cannot help."),
+    C("backend.on-shutdown-error", "MUST", "An on_shutdown that raises fails a run that succeeded",
+      "When every rank's training function returned and Backend.on_shutdown then raises, "
+      "fit() raises ControllerError whose controller_failure is that exception; the hook "
+      "ran once, after the training functions.", BACKEND +
+      "; python/ray/train/v2/_internal/execution/controller/controller.py:513-518",
+      "on_shutdown raises RuntimeError -> ControllerError(RuntimeError)",
+      "A backend that cannot tear down cleanly (a process group that hangs, a tracker that "
+      "does not stop) must not let the run report success."),
     C("backend.worker-error", "MUST", "A backend function that raises on a worker fails fit()",
       "An exception raised on a worker by a function on_start runs there fails fit() with "
       "ControllerError whose controller_failure is an instance of the worker's exception "

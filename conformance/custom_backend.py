@@ -90,6 +90,8 @@ class _CustomBackend(Backend):
     def on_shutdown(self, worker_group, backend_config):
         ray.get(worker_group.execute_async(write_shutdown_marker, backend_config.journal))
         _record(backend_config.journal, hook="on_shutdown", pid=os.getpid())
+        if backend_config.fail_in == "on_shutdown":
+            raise RuntimeError("custom backend shutdown failed")
 
 
 @dataclass

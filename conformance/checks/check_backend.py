@@ -151,3 +151,18 @@ def check_driver_side_error_fails_at_once(impl):
 def check_worker_side_error_is_a_controller_error(impl):
     _fails_before_training(impl, "worker", KeyError,
                            f"{impl.name}: a function on_start runs raises KeyError on rank 1")
+
+
+@clause("backend.on-shutdown-error")
+def check_shutdown_error_fails_the_run(impl):
+    setting = f"{impl.name}: a custom backend's on_shutdown raises RuntimeError after training"
+    outcome, journal = _fit(impl, fail_in="on_shutdown", name="backend-on_shutdown")
+    error = assertions.failed(outcome, impl.train.ControllerError, setting)
+    cause = getattr(error, "controller_failure", None)
+    assertions.equal(isinstance(cause, RuntimeError), True,
+                     f"ControllerError.controller_failure={cause!r} is a RuntimeError", setting)
+    hooks, files = _read(journal)
+    assertions.equal([h["hook"] for h in hooks], ["on_start", "on_training_start", "on_shutdown"],
+                     "hooks called, in order", setting)
+    assertions.equal(sorted(k for k in files if k.startswith("worker-")),
+                     ["worker-0", "worker-1"], "training functions that ran", setting)
