@@ -430,6 +430,16 @@ ALL = [
       "step 1's folder stays; the next fit() starts from step 1",
       "A storage outage at the wrong moment must cost at most the report it interrupted, "
       "never the checkpoint a restart needs."),
+    C("report.object-store", "MUST", "A run on an object store",
+      "With RunConfig(storage_filesystem=fs) where fs is a pyarrow S3FileSystem and "
+      "storage_path='<bucket>/<prefix>', the run folder is <bucket>/<prefix>/<name>/ on fs: "
+      "each retained checkpoint's folder there holds the files every rank passed to that "
+      "report, the folders retention evicts are deleted from the bucket, Result.checkpoint "
+      "and best_checkpoints are Checkpoints on fs (to_directory() downloads their files), "
+      "and a second fit() with the same name resumes from the latest checkpoint.", STORAGE,
+      "RunConfig(storage_path='bucket/runs', storage_filesystem=pafs.S3FileSystem(...))",
+      "Clusters keep checkpoints in object stores, where nothing can be renamed into place; "
+      "what local disk proves says nothing about that path."),
     # ---------------------------------------------------------------- local mode
     C("local.in-driver", "MUST", "Local mode runs in the driver",
       "num_workers=0 runs the training function synchronously in the process that called "

@@ -1,0 +1,87 @@
+"""A run on an object store: RunConfig(storage_filesystem=...) on a real S3-protocol
+server on loopback (clause `report.object-store`).
+
+The checkpoints of a run on S3 cannot be renamed into place and exist only through the
+run's snapshot; this check follows one run there and a second fit() that resumes it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from conformance import assertions
+from conformance.catalogue import clause
+from conformance.checks.check_retention import oracle
+from conformance.scenarios import new_script, run, workspace
+
+SCORES = [3.0, 1.0, 2.0, 0.0]
+
+
+def _entries(fs, path: str) -> dict:
+    """{relative path: bytes} of every file under path on fs."""
+    import pyarrow.fs as pafs
+
+    out = {}
+    for info in fs.get_file_info(pafs.FileSelector(path, recursive=True)):
+        if info.type == pafs.FileType.File:
+            with fs.open_input_stream(info.path) as f:
+                out[info.path[len(path):].lstrip("/")] = f.read()
+    return out
+
+
+def _shards(files: dict, folder: str) -> dict:
+    """{shard file name: its JSON} of one checkpoint folder."""
+    prefix = folder + "/"
+    return {k[len(prefix):]: json.loads(v) for k, v in files.items()
+            if k.startswith(prefix) and k[len(prefix):].startswith("shard-")}
+
+
+@clause("report.object-store")
+def check_run_on_an_object_store(impl, s3):
+    import os
+
+    fs, bucket = s3
+    t = impl.train
+    folder, name = workspace(), "on-s3"
+    storage = f"{bucket}/runs"
+    run_dir = f"{storage}/{name}"
+    config = t.CheckpointConfig(num_to_keep=2, checkpoint_score_attribute="score")
+    metrics = {step: {"score": v} for step, v in enumerate(SCORES)}
+    first = new_script(impl, folder, journal="first", steps=len(SCORES), metrics=metrics)
+    r1 = run(impl, first, num_workers=2, folder=folder, name=name, storage=storage,
+             checkpoint_config=config, storage_filesystem=fs)
+    setting = (f"{r1.setting}, storage_filesystem=pyarrow S3FileSystem (moto on loopback), "
+               f"storage_path={storage!r}, scores={SCORES}")
+    result = assertions.succeeded(r1.outcome, setting)
+    kept, best = oracle(SCORES, 2, "max", True)
+    files = _entries(fs, run_dir)
+    folders = sorted({k.split("/")[0] for k in files if k.startswith("ckpt-")})
+    assertions.equal(folders, sorted(f"ckpt-{s:04d}" for s in kept),
+                     f"checkpoint folders under {run_dir} on the object store", setting)
+    for s in kept:
+        got = {n: (v["step"], v["rank"]) for n, v in _shards(files, f"ckpt-{s:04d}").items()}
+        assertions.equal(got, {"shard-0.json": (s, 0), "shard-1.json": (s, 1)},
+                         f"(step, rank) of each file in ckpt-{s:04d} on the object store",
+                         setting)
+    seen_best = [c.path.rstrip("/").rsplit("/", 1)[-1] for c, _ in result.best_checkpoints]
+    assertions.equal(seen_best, [f"ckpt-{s:04d}" for s in best], "result.best_checkpoints",
+                     setting)
+    latest = result.checkpoint
+    assertions.equal(latest.path.rstrip("/").rsplit("/", 1)[-1], f"ckpt-{len(SCORES) - 1:04d}",
+                     "result.checkpoint (the latest)", setting)
+    local = latest.to_directory(os.path.join(folder, "downloaded"))
+    assertions.equal(sorted(os.listdir(local)), ["shard-0.json", "shard-1.json"],
+                     "files of result.checkpoint.to_directory()", setting)
+    assertions.equal(type(latest.filesystem).__name__, "S3FileSystem",
+                     "type of result.checkpoint.filesystem", setting)
+
+    second = new_script(impl, folder, journal="second", steps=len(SCORES) + 1)
+    r2 = run(impl, second, num_workers=2, folder=folder, name=name, storage=storage,
+             checkpoint_config=config, storage_filesystem=fs)
+    setting2 = f"{r2.setting}, second fit() of name={name!r} on the same object store"
+    result2 = assertions.succeeded(r2.outcome, setting2)
+    (start,) = [e for e in r2.events("start") if e["rank"] == 0]
+    assertions.equal((start["restored"] or {}).get("step"), len(SCORES) - 1,
+                     "step of get_checkpoint() at the start of the second fit()", setting2)
+    assertions.equal(result2.metrics["step"], len(SCORES),
+                     "result.metrics['step'] of the second fit()", setting2)
