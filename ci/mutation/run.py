@@ -420,6 +420,11 @@ def scores(rows: list[dict]) -> dict[str, dict]:
         caught = counts["killed"] + counts["timeout"]
         judged = caught + counts["survived"]
         counts["score"] = round(100.0 * caught / judged, 1) if judged else None
+        # A run stopped early, or survivors not judged again yet: the score they would give
+        # if every mutant not judged yet survived (a survivor waiting to be judged again
+        # is pending, so the score alone would leave it out).
+        floor = judged + counts["pending"]
+        counts["floor"] = round(100.0 * caught / floor, 1) if floor else None
         out[key] = counts
     return out
 
@@ -441,6 +446,8 @@ def write_report(target: Target, rows: list[dict], baseline_s: float | None,
           "(operator excluded) | not judged yet | score |", "|---|---|---|---|---|---|---|---|"]
     for key, c in table.items():
         score = "-" if c["score"] is None else f"{c['score']}%"
+        if c["pending"] and c["floor"] is not None:
+            score += f" ({c['floor']}% if the {c['pending']} not judged yet survive)"
         name = "**all**" if key == "all" else f"`{key}`"
         md.append(f"| {name} | {c['killed'] + c['timeout']} | {c['timeout']} | "
                   f"{c['survived']} | {c['unobservable']} | {c['skipped']} | "
@@ -516,7 +523,9 @@ def main(argv=None) -> int:
     total = scores(rows)["all"]
     print(f"{target.name}: score {total['score']}% ({total['killed'] + total['timeout']} "
           f"caught, {total['survived']} survived, {total['unobservable']} unobservable, "
-          f"{total['pending']} pending); report: {path}")
+          f"{total['pending']} pending"
+          + (f"; {total['floor']}% if they survive" if total["pending"] else "")
+          + f"); report: {path}")
     return 0
 
 

@@ -108,10 +108,12 @@ def test_classify_scores_and_report(tmp_path, monkeypatch):
     total = run.scores(rows)["all"]
     assert (total["killed"], total["timeout"], total["survived"]) == (1, 1, 1)
     assert total["score"] == pytest.approx(66.7)
+    assert total["floor"] == pytest.approx(50.0)  # the pending one counted as a survivor
     target = run.Target("toy", ["toy.py"], ["check_toy.py"], [], None)
     path = run.write_report(target, rows, 1.5, tmp_path / "out")
     text = path.read_text()
-    assert "| `toy.py` | 2 | 1 | 1 | 1 | 1 | 1 | 66.7% |" in text
+    assert ("| `toy.py` | 2 | 1 | 1 | 1 | 1 | 1 | 66.7% (50.0% if the 1 not judged yet "
+            "survive) |") in text
     assert "## Survivors (1)" in text and "toy.py:2 | C |" in text
     assert "## Recorded as unobservable (1)" in text and "same results" in text
 
