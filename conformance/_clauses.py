@@ -270,6 +270,19 @@ ALL = [
       "Result.from_path(run folder) rebuilds the Result (checkpoint, metrics, "
       "best_checkpoints); a missing folder or one without a snapshot raises RuntimeError.",
       RESULT, "Result.from_path(result.path).checkpoint.path == result.checkpoint.path"),
+    C("result.stored-metrics", "MUST", "A checkpoint's metrics come back from storage as JSON",
+      "The metrics of a registered checkpoint, read back from the run folder "
+      "(Result.from_path(...).best_checkpoints, and the earlier run's checkpoints in a "
+      "resumed fit()'s Result.best_checkpoints), are their JSON form: tuples and sets are "
+      "lists; NaN, inf and -inf (numpy.float64 included), at the top level or nested in "
+      "lists and dicts, are None; keys that are not strings are strings (True is 'true', "
+      "None is 'None', 3 is '3'); an Enum is its value, a datetime its isoformat(), bytes "
+      "their UTF-8 text; strings, ints, bools and finite floats are unchanged.", CKMGR + ":_TrainingResultState",
+      "report({'t': (1, 2), 'l': [nan, 1.5]}, checkpoint=c) -> from_path(...) metrics "
+      "{'t': [1, 2], 'l': [None, 1.5]}",
+      "Code that reads a finished run's metrics (or ranks a resumed run's checkpoints) sees "
+      "what the run folder holds, not what the training function passed; both "
+      "implementations must read back the same values from the same report."),
     # ---------------------------------------------------------------- retention
     C("retention.best-plus-latest", "MUST", "Retention keeps the best num_to_keep and the latest",
       "With num_to_keep=k, after each report the retained checkpoints are the best k by "

@@ -80,7 +80,6 @@ def open_session(target: Target, db_path: Path, resume: bool):
     operators recorded as skipped."""
     from cosmic_ray.commands import init
     from cosmic_ray.work_db import WorkDB
-    from cosmic_ray.work_item import WorkerOutcome, WorkResult
 
     db_path.parent.mkdir(parents=True, exist_ok=True)
     if db_path.exists() and not resume:
@@ -96,13 +95,55 @@ def open_session(target: Target, db_path: Path, resume: bool):
             init([Path(f) for f in target.files], db, {})
         finally:
             os.chdir(cwd)
-        patterns = [re.compile(p) for p in target.exclude]
-        for item in db.work_items:
-            if any(p.search(item.mutations[0].operator_name) for p in patterns):
-                db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED,
-                                                      output="operator excluded"))
+        skip_excluded(db, target, db.work_items)
         record_files(target, db_path)
     return db
+
+
+def skip_excluded(db, target: Target, items) -> None:
+    """Record the mutants of excluded operators among `items` as skipped."""
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+
+    patterns = [re.compile(p) for p in target.exclude]
+    for item in items:
+        if any(p.search(item.mutations[0].operator_name) for p in patterns):
+            db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED,
+                                                  output="operator excluded"))
+
+
+def relist_changed(target: Target, db_path: Path) -> list[str]:
+    """Replace the mutants (and their results) of the target's files that changed since the
+    session listed them with the mutants of today's code, all pending; the other files keep
+    their results. Returns the changed files."""
+    import sqlite3
+
+    from cosmic_ray.commands.init import _all_work_items
+    from cosmic_ray.work_db import WorkDB
+
+    with sqlite3.connect(db_path) as con:
+        recorded = dict(con.execute("SELECT path, sha256 FROM trainspec_files"))
+    changed = sorted(f for f, digest in file_digests(target).items()
+                     if recorded.get(f) != digest)
+    if not changed:
+        return []
+    marks = ",".join("?" * len(changed))
+    with sqlite3.connect(db_path) as con:
+        ids = [(r[0],) for r in con.execute(
+            f"SELECT job_id FROM mutation_specs WHERE module_path IN ({marks})", changed)]
+        for table in ("work_results", "mutation_specs", "work_items"):
+            con.executemany(f"DELETE FROM {table} WHERE job_id = ?", ids)
+    db = WorkDB(str(db_path), WorkDB.Mode.open)
+    cwd = os.getcwd()
+    os.chdir(ROOT)  # module paths as the session's first listing recorded them
+    try:
+        items = list(_all_work_items([Path(f) for f in changed], {}))
+        db.add_work_items(items)
+        skip_excluded(db, target, items)
+    finally:
+        os.chdir(cwd)
+        db.close()
+    record_files(target, db_path)
+    return changed
 
 
 def file_digests(target: Target) -> dict[str, str]:
@@ -143,7 +184,8 @@ def check_files_unchanged(target: Target, db_path: Path) -> None:
             f"{target.name}: {', '.join(changed)} changed since the session at {db_path} "
             "listed its mutants; its results are for the old code. Run "
             f"`python ci/mutation/run.py {target.name}` without --resume, "
-            "--rejudge-survivors or --report-only to start a new session.")
+            "--rejudge-survivors or --report-only to start a new session, or add "
+            "--relist-changed to judge only the changed files' mutants again.")
 
 
 def forget_survivors(db_path: Path, unobservable: list[dict]) -> int:
@@ -494,6 +536,11 @@ def main(argv=None) -> int:
     parser.add_argument("--rejudge-survivors", action="store_true",
                         help="keep the session's results but judge its survivors again "
                              "(with the checks as they are now), then what is pending")
+    parser.add_argument("--relist-changed", action="store_true",
+                        help="with --resume or --rejudge-survivors: list again the mutants "
+                             "of the files changed since the session listed them (their "
+                             "results are dropped and they are judged again); the other "
+                             "files keep their results")
     parser.add_argument("--report-only", action="store_true",
                         help="write the report from the session as it is")
     parser.add_argument("--out", default=str(ROOT / "docs" / "reports" / "mutation"),
@@ -503,6 +550,12 @@ def main(argv=None) -> int:
         parser.error(f"--jobs {args.jobs}: expected 1 or more")
     target = load_target(args.target)
     db_path = ROOT / "reports" / "mutation" / f"{target.name}.sqlite"
+    if args.relist_changed:
+        if not (args.resume or args.rejudge_survivors) or not db_path.exists():
+            parser.error(f"--relist-changed: needs --resume or --rejudge-survivors and a "
+                         f"session of {target.name!r} at {db_path}")
+        changed = relist_changed(target, db_path)
+        print(f"{target.name}: mutants listed again for {', '.join(changed) or 'no file'}")
     if args.rejudge_survivors:
         if not db_path.exists():
             parser.error(f"--rejudge-survivors: no session of {target.name!r} at {db_path}")

@@ -73,3 +73,65 @@ def check_result_from_path(impl):
         Result.from_path(os.path.join(empty, "does-not-exist"))
     with pytest.raises(RuntimeError):
         Result.from_path(empty)
+
+
+def _stored_metrics_cases():
+    """(what a report passes, what storage gives back) for clause result.stored-metrics."""
+    import datetime
+    import enum
+
+    import numpy as np
+
+    class Colour(enum.Enum):
+        RED = "red"
+
+    nan, inf = float("nan"), float("inf")
+    passed = {
+        "pair": (1, 2), "tags": {7}, "loss": nan, "top": inf, "np_nan": np.float64("nan"),
+        "np_ok": np.float64(2.5), "curve": [nan, 1.5, -inf, 2],
+        "nested": {"a": {"b": (3.5, -inf), "c": [(1, nan), {"d": {4}}]}, "e": [], "f": {}},
+        "keys": {True: "t", None: "n", 3: "i", "s": "s"}, "colour": Colour.RED,
+        "when": datetime.datetime(2026, 1, 2, 3, 4, 5), "raw": b"bytes", "name": "café ✓",
+        "flag": False, "count": 12, "rate": 0.125,
+    }
+    stored = {
+        "pair": [1, 2], "tags": [7], "loss": None, "top": None, "np_nan": None,
+        "np_ok": 2.5, "curve": [None, 1.5, None, 2],
+        "nested": {"a": {"b": [3.5, None], "c": [[1, None], {"d": [4]}]}, "e": [], "f": {}},
+        "keys": {"true": "t", "None": "n", "3": "i", "s": "s"}, "colour": "red",
+        "when": "2026-01-02T03:04:05", "raw": "bytes", "name": "café ✓",
+        "flag": False, "count": 12, "rate": 0.125,
+    }
+    return passed, stored
+
+
+@clause("result.stored-metrics")
+def check_stored_metrics_are_their_json_form(impl):
+    from conformance.scenarios import new_script, run
+
+    passed, stored = _stored_metrics_cases()
+    folder, name = workspace(), "stored-metrics"
+    first = new_script(impl, folder, journal="first", steps=2, metrics={0: passed})
+    r1 = run(impl, first, num_workers=1, folder=folder, name=name)
+    setting = f"{r1.setting}, step 0 reports metrics {passed!r}"
+    assertions.succeeded(r1.outcome, setting)
+    base = {"step": 0, "rank": 0, "attempt": 0}
+    restored = impl.train.Result.from_path(r1.run_dir)
+    got = {_name(c): m for c, m in restored.best_checkpoints}
+    assertions.equal(got.get("ckpt-0000"), {**base, **stored},
+                     "metrics of ckpt-0000 in Result.from_path(run folder).best_checkpoints",
+                     setting)
+    assertions.equal(got.get("ckpt-0001"), {"step": 1, "rank": 0, "attempt": 0},
+                     "metrics of ckpt-0001 in Result.from_path(run folder).best_checkpoints",
+                     setting)
+
+    second = new_script(impl, folder, journal="second", steps=3)
+    r2 = run(impl, second, num_workers=1, folder=folder, name=name)
+    setting2 = f"{setting}; a second fit() of name={name!r} resumes it"
+    result2 = assertions.succeeded(r2.outcome, setting2)
+    got2 = {_name(c): m for c, m in result2.best_checkpoints}
+    assertions.equal(sorted(got2), ["ckpt-0000", "ckpt-0001", "ckpt-0002"],
+                     "checkpoints in the resumed fit()'s result.best_checkpoints", setting2)
+    assertions.equal(got2["ckpt-0000"], {**base, **stored},
+                     "metrics of the first fit()'s ckpt-0000 in the resumed fit()'s "
+                     "result.best_checkpoints", setting2)

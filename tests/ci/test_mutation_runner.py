@@ -208,6 +208,46 @@ def test_a_session_whose_files_changed_is_not_resumed(tmp_path, monkeypatch):
         db.close()
 
 
+def test_relisting_a_changed_file_keeps_the_other_files_results(tmp_path, monkeypatch):
+    monkeypatch.setattr(run, "ROOT", tmp_path)
+    (tmp_path / "toy.py").write_text(TOY)
+    (tmp_path / "other.py").write_text("def f(x):\n    return x + 1\n")
+    target = run.Target("toy", ["toy.py", "other.py"], [], [r"core/NumberReplacer"], None)
+    db_path = tmp_path / "toy.sqlite"
+    db = run.open_session(target, db_path, resume=False)
+    try:
+        for it in db.work_items:
+            if it.mutations[0].operator_name != "core/NumberReplacer":
+                db.set_result(it.job_id, WorkResult(WorkerOutcome.NORMAL, "killed",
+                                                    Outcome.KILLED))
+        other = {i.job_id for i in db.work_items if str(i.mutations[0].module_path) ==
+                 "other.py"}
+        judged = {job for job, _ in db.results}
+    finally:
+        db.close()
+    assert run.relist_changed(target, db_path) == []  # nothing changed: nothing relisted
+    (tmp_path / "toy.py").write_text("# a new first line moves every mutant\n" + TOY)
+    assert run.relist_changed(target, db_path) == ["toy.py"]
+    db = run.open_session(target, db_path, resume=True)  # the digests match again
+    try:
+        items = list(db.work_items)
+        results = dict(db.results)
+        toy = [i for i in items if str(i.mutations[0].module_path) == "toy.py"]
+        assert toy and {i.mutations[0].start_pos[0] for i in toy} == {3}
+        # the other file keeps its mutants and verdicts; toy's are pending, except those
+        # of the excluded operator, skipped again
+        assert {i.job_id for i in items if i not in toy} == other
+        assert other <= judged and all(results[j].test_outcome == Outcome.KILLED
+                                       for j in other if results[j].output == "killed")
+        for i in toy:
+            if i.mutations[0].operator_name == "core/NumberReplacer":
+                assert results[i.job_id].worker_outcome == WorkerOutcome.SKIPPED
+            else:
+                assert i.job_id not in results
+    finally:
+        db.close()
+
+
 def test_stopping_the_runner_kills_the_judge_running_and_starts_none(tmp_path, monkeypatch):
     import os
     import signal

@@ -206,7 +206,7 @@ def to_jsonable(value: Any, where: str) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {str(k): to_jsonable(v, f"{where}[{k!r}]") for k, v in value.items()}
+        return {_key(k, where): to_jsonable(v, f"{where}[{k!r}]") for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         kinds = set(map(type, value))
         if kinds <= _PLAIN and (float not in kinds or _all_finite(value, kinds)):
@@ -238,13 +238,26 @@ def to_jsonable(value: Any, where: str) -> Any:
     )
 
 
+def _key(key: Any, where: str) -> str:
+    """A dict key as Ray's pydantic snapshot spells it: the key's JSON value as text (True is
+    'true', None and non-finite floats are 'None', an Enum its value, a tuple '1,2')."""
+    if isinstance(key, str):
+        return key
+    value = to_jsonable(key, f"a key of {where}")
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(_key(v, where) for v in value)
+    return str(value)
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def _str_keys_only(value: Any) -> bool:
     """True when every dict inside `value` has only str keys. Other keys are spelled
-    differently by `json` than by `to_jsonable` (True -> "true" vs "True"), so only documents
+    differently by `json` than by Ray's snapshot (None -> "null" vs "None"), so only documents
     without them may skip `to_jsonable`. Scans containers by element type, not element by
     element, so a long list of numbers costs little."""
     stack = [value]
