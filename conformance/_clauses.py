@@ -196,6 +196,15 @@ ALL = [
       "Checkpoints passed by several ranks in one report round are merged into one directory "
       "whose name is rank 0's checkpoint_dir_name (names on other ranks are ignored).", FN,
       "ranks write shard-<r>.bin; one dir holds both shards"),
+    C("report.same-name", "MUST", "A report into a folder an earlier checkpoint has merges into it",
+      "When a report's checkpoint_dir_name is the folder of a checkpoint reported earlier in "
+      "the run (and still kept), its files are written into that folder: a file both "
+      "reports passed (at any depth) holds the later report's contents, and the earlier "
+      "report's other files stay.", FN,
+      "step 0: ranks 0 and 1 pass shard-0, shard-1 into 'same'; step 1: rank 0 alone "
+      "passes shard-0 into 'same' -> 'same' holds step 1's shard-0 and step 0's shard-1",
+      "A fixed checkpoint_dir_name is a common pattern; a later report must never leave "
+      "the folder with the earlier contents, nor drop the files it did not rewrite."),
     C("report.nonzero-rank-checkpoint", "MUST", "A checkpoint may come from ranks other than 0",
       "A round in which only non-zero ranks pass a checkpoint registers that checkpoint.", FN,
       "rank 1 alone passes a checkpoint; result.checkpoint holds its files"),

@@ -101,6 +101,9 @@ class Script:
     #: steps whose report asks for validation (report(..., validation=True)); the run's
     #: ValidationConfig then runs `validate_checkpoint`
     validate: tuple = ()
+    #: every checkpoint also holds more/a-<rank>.json and more/b-<rank>.json (the same
+    #: state as its shard): a checkpoint with a subfolder of several files
+    nested: bool = False
 
     def checkpointing_ranks(self, step: int, world_size: int) -> tuple:
         if self.checkpoints is None:
@@ -296,10 +299,16 @@ def read_state(train, checkpoint) -> dict | None:
     }
 
 
-def write_checkpoint(train, folder: str, step: int, rank: int, attempt: int):
+def write_checkpoint(train, folder: str, step: int, rank: int, attempt: int,
+                     nested: bool = False):
+    names = [f"shard-{rank}.json"]
+    if nested:
+        os.makedirs(os.path.join(folder, "more"), exist_ok=True)
+        names += [f"more/a-{rank}.json", f"more/b-{rank}.json"]
     os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, f"shard-{rank}.json"), "w") as f:
-        json.dump({"step": step, "rank": rank, "attempt": attempt}, f)
+    for name in names:
+        with open(os.path.join(folder, name), "w") as f:
+            json.dump({"step": step, "rank": rank, "attempt": attempt}, f)
     return train.Checkpoint.from_directory(folder)
 
 
@@ -370,18 +379,16 @@ def _report_step(s: Script, train, ctx, journal: Journal, rank: int, world: int,
         options["checkpoint_upload_mode"] = train.CheckpointUploadMode.NO_UPLOAD
     elif rank in s.checkpointing_ranks(step, world):
         folder = os.path.join(s.journal_dir, "local", f"a{attempt}-r{rank}-s{step}")
-        checkpoint = write_checkpoint(train, folder, step, rank, attempt)
+        checkpoint = write_checkpoint(train, folder, step, rank, attempt, s.nested)
     metrics = {"step": step, "rank": rank, "attempt": attempt, **s.metrics.get(step, {})}
     if step in s.validate and checkpoint is not None:
         options["validation"] = True
     if s.late_rank == rank:
         time.sleep(1.0)
+    dir_name = s.dir_names.get(step, f"ckpt-{step:04d}") if rank == 0 else f"r{rank}-x"
     journal.record(ev="report", rank=rank, attempt=attempt, step=step,
-                   checkpoint=checkpoint is not None, world_size=world)
-    train.report(metrics, checkpoint=checkpoint,
-                 checkpoint_dir_name=s.dir_names.get(step, f"ckpt-{step:04d}") if rank == 0
-                 else f"r{rank}-x",
-                 **options)
+                   checkpoint=checkpoint is not None, world_size=world, dir_name=dir_name)
+    train.report(metrics, checkpoint=checkpoint, checkpoint_dir_name=dir_name, **options)
     after = train.get_checkpoint()
     journal.record(ev="reported", rank=rank, attempt=attempt, step=step,
                    peers_arrived=_arrived(journal, attempt, step, world),

@@ -177,7 +177,10 @@ def restores_latest(events: list[dict], allow_newer_unacknowledged: bool = True,
 
 def checkpoints_whole(events: list[dict], run_dir: str) -> Verdict:
     """Every checkpoint folder visible in the run folder holds the shards of the ranks that
-    passed a checkpoint in its round, each a complete JSON file (nothing half-written)."""
+    passed a checkpoint in its round, each a complete JSON file (nothing half-written). A
+    folder that rank 0's reports named at several steps (`dir_name` of the report events)
+    merges them: its shards may come from any of those steps, and the latest such step's
+    writers all have theirs."""
     import json
     import os
 
@@ -198,9 +201,14 @@ def checkpoints_whole(events: list[dict], run_dir: str) -> Verdict:
                     steps.add(json.load(f)["step"])
             except (OSError, ValueError, KeyError) as exc:
                 return _bad(name, f"{entry}/{n} is not whole: {exc}")
-        if len(steps) != 1:
+        named = {e["step"] for e in events if e["ev"] == "report" and e.get("rank") == 0
+                 and e.get("dir_name") == entry}
+        if len(named) > 1 and steps <= named:
+            step = max(steps)
+        elif len(steps) != 1:
             return _bad(name, f"{entry} mixes shards of steps {sorted(steps)}")
-        step = steps.pop()
+        else:
+            step = steps.pop()
         # the latest attempt that reported this step decides which ranks wrote shards
         writers = {e["rank"] for e in events if e["ev"] == "report" and e["step"] == step
                    and e["checkpoint"]}

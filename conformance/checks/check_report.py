@@ -65,6 +65,34 @@ def check_checkpoints_of_ranks_merge_under_rank0_name(impl):
                      "files in the merged checkpoint", run.setting)
 
 
+@clause("report.same-name")
+def check_a_report_into_an_earlier_checkpoints_folder_merges(impl):
+    import json
+
+    from conformance.scenarios import new_script, run, workspace
+
+    folder = workspace()
+    names = {0: "same", 1: "same"}
+    script = new_script(impl, folder, steps=2, dir_names=names, nested=True,
+                        checkpoints={0: (0, 1), 1: (0,)})
+    r = run(impl, script, num_workers=2, folder=folder)
+    setting = (f"{r.setting}, checkpoint_dir_name 'same' at steps 0 (ranks 0 and 1) and 1 "
+               "(rank 0 alone); each rank writes shard-<r>.json, more/a-<r>.json and "
+               "more/b-<r>.json")
+    assertions.succeeded(r.outcome, setting)
+    same = os.path.join(r.run_dir, "same")
+    found = {}
+    for root, _, files in os.walk(same):
+        for name in files:
+            path = os.path.join(root, name)
+            with open(path) as f:
+                found[os.path.relpath(path, same)] = json.load(f)["step"]
+    expected = {"shard-0.json": 1, "more/a-0.json": 1, "more/b-0.json": 1,
+                "shard-1.json": 0, "more/a-1.json": 0, "more/b-1.json": 0}
+    assertions.equal(found, expected, "{file: step it was written at} in the folder 'same'",
+                     setting)
+
+
 @clause("report.nonzero-rank-checkpoint")
 def check_checkpoint_from_rank1_only(impl):
     run = basic_run(impl)

@@ -114,3 +114,26 @@ def test_checkpoints_whole(tmp_path):
     v = jc.checkpoints_whole(events, str(run))
     assert v.status == "invalid" and "ranks [1]" in v.reason
     assert jc.checkpoints_whole(events, str(tmp_path / "nope")).status == "unknown"
+
+
+def test_checkpoints_whole_accepts_a_folder_several_reports_named(tmp_path):
+    import json
+
+    run = tmp_path / "run"
+    (run / "same").mkdir(parents=True)
+    (run / "same" / "shard-0.json").write_text(json.dumps({"step": 1}))
+    (run / "same" / "shard-1.json").write_text(json.dumps({"step": 0}))
+    named = [dict(report(0, 0), dir_name="same"), dict(report(1, 0), dir_name="r1-x"),
+             dict(report(0, 1), dir_name="same")]
+    assert jc.checkpoints_whole(named, str(run)).valid
+    # without the journal saying both steps named it, mixed steps are a torn folder
+    v = jc.checkpoints_whole([report(0, 0), report(1, 0), report(0, 1)], str(run))
+    assert v.status == "invalid" and "mixes shards of steps [0, 1]" in v.reason
+    # a shard of a step that did not name the folder is still a mix
+    (run / "same" / "shard-1.json").write_text(json.dumps({"step": 2}))
+    assert jc.checkpoints_whole(named, str(run)).status == "invalid"
+    # the latest step's writers must all have their shard
+    (run / "same" / "shard-1.json").unlink()
+    named.append(dict(report(1, 1), dir_name="r1-x"))
+    v = jc.checkpoints_whole(named, str(run))
+    assert v.status == "invalid" and "ranks [1]" in v.reason
