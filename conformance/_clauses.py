@@ -299,6 +299,16 @@ ALL = [
       "recent) plus always the latest one; evicted folders are deleted from storage.", CKMGR,
       "scores [3, 1, 2], k=1, max -> kept: 3 (best) and 2 (latest)",
       "Evicting the latest checkpoint would make a restart lose progress."),
+    C("retention.no-leftovers", "MUST", "A finished run folder holds only its kept checkpoints' folders",
+      "When fit() returns after a run without faults, the only folders in the run folder "
+      "(hidden ones included) are those of the checkpoints it retained: each evicted "
+      "checkpoint's folder is deleted whole, and nothing the run staged or wrote aside "
+      "stays; files other than checkpoints (the snapshot, markers) lie directly in the run "
+      "folder.", CKMGR + ":_save_state_and_delete_old_checkpoints",
+      "num_to_keep=1, 4 reports of 2 ranks with a subfolder each -> the run folder's only "
+      "folder is ckpt-0003",
+      "Evicted checkpoints are usually the bulk of a run's storage; a hidden copy of each "
+      "keeps every byte retention was meant to free."),
     C("retention.missing-score", "MUST", "A missing score attribute scores -inf",
       "A checkpoint whose metrics lack checkpoint_score_attribute does not fail the run; it "
       "is scored -inf before the order is applied, so it ranks worst under 'max' and best "

@@ -203,3 +203,20 @@ def check_a_folder_two_checkpoints_name_stays_while_one_is_kept(impl):
     assertions.equal(on_disk, ["checkpoint_manager_snapshot.json", "other"],
                      "run folder after step 2 evicted the last checkpoint named 'shared'",
                      setting)
+
+
+@clause("retention.no-leftovers")
+def check_a_finished_run_folder_holds_only_the_kept_folders(impl):
+    t = impl.train
+    folder = workspace()
+    script = new_script(impl, folder, steps=4, nested=True)
+    r = run(impl, script, num_workers=2, folder=folder,
+            checkpoint_config=t.CheckpointConfig(num_to_keep=1))
+    setting = f"{r.setting}, every rank passes shard-<r>.json and more/ at each of 4 reports"
+    assertions.succeeded(r.outcome, setting)
+    entries = os.listdir(r.run_dir)
+    folders = sorted(n for n in entries if os.path.isdir(os.path.join(r.run_dir, n)))
+    assertions.equal(folders, ["ckpt-0003"], "folders in the run folder after fit()", setting)
+    kept = os.path.join(r.run_dir, "ckpt-0003")
+    assertions.equal(sorted(os.listdir(kept)), ["more", "shard-0.json", "shard-1.json"],
+                     "entries of the kept ckpt-0003", setting)
