@@ -427,6 +427,21 @@ ALL = [
     C("resume.by-name", "MUST", "A second fit with the same name resumes",
       "fit() with the same (storage_path, name) as a finished or failed run starts with "
       "get_checkpoint() = that run's latest checkpoint.", DOC_FT),
+    C("resume.corrupt-snapshot", "MUST", "A corrupt snapshot stops the resumed fit() before training",
+      "When the run folder's checkpoint_manager_snapshot.json is not a snapshot (not JSON; "
+      "a field missing or not of its type: checkpoint_results not a list, an entry without "
+      "metrics, a report index that is not an integer, validated_checkpoint_dir_names not "
+      "strings; checkpoint_report_indices not one per checkpoint; pending_validation_specs "
+      "not one per pending result; latest_checkpoint_result naming a folder "
+      "checkpoint_results does not list), fit() with that name raises before any worker "
+      "runs the training function and leaves the snapshot as it was.", CKMGR + ":_load_state",
+      "checkpoint_report_indices one short -> fit() raises; no worker started; the file is "
+      "unchanged",
+      "Resuming from a snapshot read wrongly restores the wrong checkpoint or evicts the "
+      "good ones; stopping keeps the run folder for a person to repair.",
+      ray_note="Ray 2.60 raises ActorDiedError (its controller dies in __init__); it "
+      "coerces numeric strings where integers belong ('3' is read as 3), which this clause "
+      "leaves open."),
     C("resume.retention", "MUST", "A resumed run ranks the earlier run's checkpoints",
       "A fit() that resumes (same storage_path and name) continues the earlier run's "
       "retention: the checkpoints the earlier run kept count toward num_to_keep and are "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from conformance import assertions
 from conformance.catalogue import clause
 from conformance.probe import Fault
@@ -82,3 +84,61 @@ def check_a_failed_snapshot_write_keeps_the_last_registered_checkpoint(impl):
     assertions.equal("doomed-2" in kept + [os.path.basename(result.checkpoint.path)], False,
                      "whether the second fit()'s Result names the checkpoint whose "
                      "registration failed", setting2)
+
+
+def _corrupted(doc: dict, kind: str) -> str:
+    """The snapshot text `doc` gives after one corruption of kind `kind`."""
+    if kind == "not JSON":
+        return "{not json"
+    if kind == "checkpoint_report_indices one short":
+        doc["checkpoint_report_indices"] = doc["checkpoint_report_indices"][:-1]
+    elif kind == "a report index 0.5":
+        doc["checkpoint_report_indices"][0] = 0.5
+    elif kind == "latest_checkpoint_result names an unlisted folder":
+        doc["latest_checkpoint_result"]["checkpoint_dir_name"] = "not-listed"
+    elif kind == "validated_checkpoint_dir_names holds an int":
+        doc["validated_checkpoint_dir_names"] = [1]
+    elif kind == "an entry without metrics":
+        del doc["checkpoint_results"][0]["metrics"]
+    elif kind == "a pending_validation_specs entry without a pending result":
+        doc["pending_validation_specs"] = [True]
+    elif kind == "checkpoint_results is an object":
+        doc["checkpoint_results"] = {}
+    return json.dumps(doc)
+
+
+CORRUPTIONS = (
+    "not JSON", "checkpoint_report_indices one short", "a report index 0.5",
+    "latest_checkpoint_result names an unlisted folder",
+    "validated_checkpoint_dir_names holds an int", "an entry without metrics",
+    "a pending_validation_specs entry without a pending result",
+    "checkpoint_results is an object",
+)
+
+
+@clause("resume.corrupt-snapshot")
+def check_a_corrupt_snapshot_stops_the_resumed_fit_before_training(impl):
+    import os
+
+    folder, name = workspace(), "corrupt"
+    first = new_script(impl, folder, journal="first", steps=2)
+    r1 = run(impl, first, num_workers=1, folder=folder, name=name)
+    assertions.succeeded(r1.outcome, r1.setting)
+    path = os.path.join(r1.run_dir, "checkpoint_manager_snapshot.json")
+    with open(path) as f:
+        good = f.read()
+    for i, kind in enumerate(CORRUPTIONS):
+        text = _corrupted(json.loads(good), kind)
+        with open(path, "w") as f:
+            f.write(text)
+        second = new_script(impl, folder, journal=f"second-{i}", steps=3)
+        r2 = run(impl, second, num_workers=1, folder=folder, name=name)
+        setting = f"{r2.setting}, second fit() of name={name!r} after its snapshot got {kind}"
+        assertions.equal(r2.outcome.ok, False, "fit() failed", setting)
+        assertions.equal(len(r2.events("start")), 0,
+                         "workers that started the training function", setting)
+        with open(path) as f:
+            assertions.equal(f.read() == text, True, "the snapshot is left as it was",
+                             setting)
+        with open(path, "w") as f:
+            f.write(good)
