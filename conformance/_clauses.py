@@ -487,6 +487,18 @@ ALL = [
       "RunConfig(storage_path='bucket/runs', storage_filesystem=pafs.S3FileSystem(...))",
       "Clusters keep checkpoints in object stores, where nothing can be renamed into place; "
       "what local disk proves says nothing about that path."),
+    C("report.custom-filesystem", "MUST", "A run on a filesystem rooted elsewhere",
+      "With RunConfig(storage_filesystem=fs) where fs is a pyarrow SubTreeFileSystem over a "
+      "local folder and storage_path='runs', storage_path is a path on fs: the run folder "
+      "is runs/<name>/ under the subtree's root and nothing is written elsewhere; its only "
+      "folders are the retained checkpoints' (each holding the files every rank passed to "
+      "that report), Result's checkpoints are Checkpoints on fs, and a second fit() with "
+      "the same name resumes from the latest checkpoint.", STORAGE,
+      "RunConfig(storage_path='runs', storage_filesystem=pafs.SubTreeFileSystem(root, "
+      "pafs.LocalFileSystem()))",
+      "Teams wrap storage in their own pyarrow filesystems (a subtree, HDFS, a mount "
+      "adapter); such a filesystem is neither the local disk nor an object store, and a "
+      "path resolved against the wrong root writes checkpoints where nobody looks."),
     # ---------------------------------------------------------------- local mode
     C("local.in-driver", "MUST", "Local mode runs in the driver",
       "num_workers=0 runs the training function synchronously in the process that called "

@@ -2,6 +2,7 @@
 
     python ci/mutation/run.py TARGET [--jobs 2] [--timeout S] [--limit N] [--resume]
     python ci/mutation/run.py TARGET --report-only
+    python ci/mutation/run.py TARGET --from-report [--rejudge-survivors]
 
 TARGET names an entry of `ci/mutation/targets.toml`: the modules to mutate and the
 conformance checks that judge each mutant. cosmic-ray (`pip install -e '.[mutation]'`)
@@ -13,6 +14,8 @@ the checks there with `--impl reference` and a fixed Hypothesis seed, stops at t
 failing check, and kills the judging process group after `--timeout` seconds (a hang
 counts as caught). The session keeps every result: `--resume` continues an interrupted
 run, `cr-report reports/mutation/TARGET.sqlite` reads it with cosmic-ray's own tools.
+The session is not kept in git; the report is, and `--from-report` starts a session from
+it on a new clone (the mutants of code changed since are judged again).
 
 Mutants that cannot change what an implementation shows are listed in
 `ci/mutation/unobservable.toml`, each with its reason; they are left out of the score.
@@ -144,6 +147,50 @@ def relist_changed(target: Target, db_path: Path) -> list[str]:
         db.close()
     record_files(target, db_path)
     return changed
+
+
+def restore_from_report(target: Target, db_path: Path, report: Path) -> tuple[int, int]:
+    """A new session of today's code whose verdicts come from a report this runner wrote
+    (the session database is not kept in git; the report is): a mutant keeps its verdict
+    where its file, operator, occurrence, line and unmutated line are the report's; every
+    other mutant is pending. Returns (verdicts restored, mutants listed)."""
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
+
+    data = json.loads(report.read_text())
+    if data.get("target") != target.name:
+        raise SystemExit(f"--from-report: {report} is the report of "
+                         f"{data.get('target')!r}, not of {target.name!r}")
+    rows = {(r["file"], r["operator"], r["occurrence"]): r for r in data["mutants"]}
+    db = open_session(target, db_path, resume=False)
+    restored = listed = 0
+    try:
+        judged = {job for job, _ in db.results}  # the excluded operators' skipped
+        for item in db.work_items:
+            listed += 1
+            spec = item.mutations[0]
+            file, line = str(spec.module_path), spec.start_pos[0]
+            row = rows.get((file, spec.operator_name, spec.occurrence))
+            if item.job_id in judged or row is None or row["line"] != line or \
+                    row["text"] != source_line(file, line):
+                continue
+            status = row["status"]
+            if status in ("killed", "timeout", "survived", "unobservable"):
+                verdict = "survived" if status == "unobservable" else status
+                outcome = TestOutcome.SURVIVED if verdict == "survived" \
+                    else TestOutcome.KILLED
+                result = WorkResult(worker_outcome=WorkerOutcome.NORMAL,
+                                    test_outcome=outcome, diff=f"+{row['change']}",
+                                    output=f"{verdict} (restored from {report.name} of "
+                                           f"{data.get('date', '?')})")
+            elif status == "no-test":
+                result = WorkResult(worker_outcome=WorkerOutcome.NO_TEST)
+            else:
+                continue  # pending, or an error: judged again
+            db.set_result(item.job_id, result)
+            restored += 1
+    finally:
+        db.close()
+    return restored, listed
 
 
 def file_digests(target: Target) -> dict[str, str]:
@@ -541,6 +588,11 @@ def main(argv=None) -> int:
                              "of the files changed since the session listed them (their "
                              "results are dropped and they are judged again); the other "
                              "files keep their results")
+    parser.add_argument("--from-report", action="store_true",
+                        help="start the session anew from the report in --out (TARGET.json): "
+                             "mutants unchanged since keep their verdicts, the others are "
+                             "pending; then as --resume (with --rejudge-survivors, the "
+                             "survivors are judged again)")
     parser.add_argument("--report-only", action="store_true",
                         help="write the report from the session as it is")
     parser.add_argument("--out", default=str(ROOT / "docs" / "reports" / "mutation"),
@@ -550,6 +602,14 @@ def main(argv=None) -> int:
         parser.error(f"--jobs {args.jobs}: expected 1 or more")
     target = load_target(args.target)
     db_path = ROOT / "reports" / "mutation" / f"{target.name}.sqlite"
+    if args.from_report:
+        if args.relist_changed:
+            parser.error("--from-report already lists today's mutants: no --relist-changed")
+        report = Path(args.out) / f"{target.name}.json"
+        if not report.exists():
+            parser.error(f"--from-report: no report of {target.name!r} at {report}")
+        restored, listed = restore_from_report(target, db_path, report)
+        print(f"{target.name}: {restored} of {listed} verdicts restored from {report}")
     if args.relist_changed:
         if not (args.resume or args.rejudge_survivors) or not db_path.exists():
             parser.error(f"--relist-changed: needs --resume or --rejudge-survivors and a "
@@ -561,8 +621,8 @@ def main(argv=None) -> int:
             parser.error(f"--rejudge-survivors: no session of {target.name!r} at {db_path}")
         again = forget_survivors(db_path, load_unobservable())
         print(f"{target.name}: {again} survivors to judge again")
-    db = open_session(target, db_path,
-                      resume=args.resume or args.report_only or args.rejudge_survivors)
+    db = open_session(target, db_path, resume=args.resume or args.report_only or
+                      args.rejudge_survivors or args.from_report)
     baseline = None
     try:
         if not args.report_only:

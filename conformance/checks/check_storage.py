@@ -1,8 +1,11 @@
-"""A run on an object store: RunConfig(storage_filesystem=...) on a real S3-protocol
-server on loopback (clause `report.object-store`).
+"""A run on a filesystem passed as RunConfig(storage_filesystem=...): an object store (a
+real S3-protocol server on loopback, clause `report.object-store`) and a pyarrow
+SubTreeFileSystem over a local folder (clause `report.custom-filesystem`).
 
 The checkpoints of a run on S3 cannot be renamed into place and exist only through the
-run's snapshot; this check follows one run there and a second fit() that resumes it.
+run's snapshot; a SubTreeFileSystem is neither the local disk nor an object store, and its
+paths are relative to its root. Each check follows one run there and a second fit() that
+resumes it.
 """
 
 from __future__ import annotations
@@ -38,30 +41,55 @@ def _shards(files: dict, folder: str) -> dict:
 
 @clause("report.object-store")
 def check_run_on_an_object_store(impl, s3):
+    fs, bucket = s3
+    _run_twice_on(impl, fs, f"{bucket}/runs", "on-s3", workspace(),
+                  "pyarrow S3FileSystem (moto on loopback)")
+
+
+@clause("report.custom-filesystem")
+def check_run_on_a_subtree_filesystem(impl):
     import os
 
-    fs, bucket = s3
+    import pyarrow.fs as pafs
+
+    folder = workspace()
+    root = os.path.join(folder, "subtree-root")
+    os.makedirs(root)
+    fs = pafs.SubTreeFileSystem(root, pafs.LocalFileSystem())
+    _run_twice_on(impl, fs, "runs", "on-subtree", folder,
+                  f"pyarrow SubTreeFileSystem({root!r}, LocalFileSystem())")
+    # the run lives under the subtree's root, nowhere else in the working folder
+    assertions.equal(sorted(os.listdir(root)), ["runs"],
+                     f"entries of the SubTreeFileSystem's root {root!r}",
+                     "storage_path='runs' on that SubTreeFileSystem")
+
+
+def _run_twice_on(impl, fs, storage: str, name: str, folder: str, described: str) -> None:
+    """One 2-worker run of SCORES with num_to_keep=2 on `fs` under `storage`, then a
+    second fit() of the same name that resumes it."""
+    import os
+
     t = impl.train
-    folder, name = workspace(), "on-s3"
-    storage = f"{bucket}/runs"
     run_dir = f"{storage}/{name}"
     config = t.CheckpointConfig(num_to_keep=2, checkpoint_score_attribute="score")
     metrics = {step: {"score": v} for step, v in enumerate(SCORES)}
     first = new_script(impl, folder, journal="first", steps=len(SCORES), metrics=metrics)
     r1 = run(impl, first, num_workers=2, folder=folder, name=name, storage=storage,
              checkpoint_config=config, storage_filesystem=fs)
-    setting = (f"{r1.setting}, storage_filesystem=pyarrow S3FileSystem (moto on loopback), "
+    setting = (f"{r1.setting}, storage_filesystem={described}, "
                f"storage_path={storage!r}, scores={SCORES}")
     result = assertions.succeeded(r1.outcome, setting)
     kept, best = oracle(SCORES, 2, "max", True)
     files = _entries(fs, run_dir)
-    folders = sorted({k.split("/")[0] for k in files if k.startswith("ckpt-")})
+    # every folder of the run folder (its files' first path parts), hidden ones included:
+    # a temporary that outlives the run, or an evicted folder, is one too many
+    folders = sorted({k.split("/")[0] for k in files if "/" in k})
     assertions.equal(folders, sorted(f"ckpt-{s:04d}" for s in kept),
-                     f"checkpoint folders under {run_dir} on the object store", setting)
+                     f"checkpoint folders under {run_dir} on the run's filesystem", setting)
     for s in kept:
         got = {n: (v["step"], v["rank"]) for n, v in _shards(files, f"ckpt-{s:04d}").items()}
         assertions.equal(got, {"shard-0.json": (s, 0), "shard-1.json": (s, 1)},
-                         f"(step, rank) of each file in ckpt-{s:04d} on the object store",
+                         f"(step, rank) of each file in ckpt-{s:04d} on the run's filesystem",
                          setting)
     seen_best = [c.path.rstrip("/").rsplit("/", 1)[-1] for c, _ in result.best_checkpoints]
     assertions.equal(seen_best, [f"ckpt-{s:04d}" for s in best], "result.best_checkpoints",
@@ -72,13 +100,13 @@ def check_run_on_an_object_store(impl, s3):
     local = latest.to_directory(os.path.join(folder, "downloaded"))
     assertions.equal(sorted(os.listdir(local)), ["shard-0.json", "shard-1.json"],
                      "files of result.checkpoint.to_directory()", setting)
-    assertions.equal(type(latest.filesystem).__name__, "S3FileSystem",
+    assertions.equal(type(latest.filesystem).__name__, type(fs).__name__,
                      "type of result.checkpoint.filesystem", setting)
 
     second = new_script(impl, folder, journal="second", steps=len(SCORES) + 1)
     r2 = run(impl, second, num_workers=2, folder=folder, name=name, storage=storage,
              checkpoint_config=config, storage_filesystem=fs)
-    setting2 = f"{r2.setting}, second fit() of name={name!r} on the same object store"
+    setting2 = f"{r2.setting}, second fit() of name={name!r} on the same {described}"
     result2 = assertions.succeeded(r2.outcome, setting2)
     (start,) = [e for e in r2.events("start") if e["rank"] == 0]
     assertions.equal((start["restored"] or {}).get("step"), len(SCORES) - 1,

@@ -286,3 +286,56 @@ def test_stopping_the_runner_kills_the_judge_running_and_starts_none(tmp_path, m
         Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
     with pytest.raises(RuntimeError, match="stopping"):
         run.run_judge(hang, tmp_path, timeout_s=50)
+
+
+def test_a_session_restored_from_its_report_keeps_only_unchanged_mutants_verdicts(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(run, "ROOT", tmp_path)
+    (tmp_path / "toy.py").write_text(TOY)
+    (tmp_path / "other.py").write_text("def f(x):\n    return x + 1\n")
+    target = run.Target("toy", ["toy.py", "other.py"], [], [r"core/NumberReplacer"], None)
+    db_path = tmp_path / "toy.sqlite"
+    db = run.open_session(target, db_path, resume=False)
+    try:
+        verdicts = {}
+        for n, it in enumerate(db.work_items):
+            if it.mutations[0].operator_name == "core/NumberReplacer":
+                continue
+            outcome = Outcome.KILLED if n % 2 else Outcome.SURVIVED
+            db.set_result(it.job_id, WorkResult(WorkerOutcome.NORMAL, outcome.value,
+                                                outcome, diff="+changed"))
+            spec = it.mutations[0]
+            verdicts[(str(spec.module_path), spec.operator_name, spec.occurrence)] = \
+                "killed" if n % 2 else "survived"
+        results = dict(db.results)
+        rows = run.classify([(i, results.get(i.job_id)) for i in db.work_items], [])
+    finally:
+        db.close()
+    run.write_report(target, rows, None, tmp_path / "out")
+    db_path.unlink()  # a new clone: the report, no session
+    (tmp_path / "toy.py").write_text("# a new first line moves every mutant\n" + TOY)
+    restored, listed = run.restore_from_report(target, db_path, tmp_path / "out" / "toy.json")
+    other = [k for k in verdicts if k[0] == "other.py"]
+    assert other and restored == len(other)
+    db = run.open_session(target, db_path, resume=True)
+    try:
+        assert len(list(db.work_items)) == listed
+        results = dict(db.results)
+        for it in db.work_items:
+            spec = it.mutations[0]
+            key = (str(spec.module_path), spec.operator_name, spec.occurrence)
+            result = results.get(it.job_id)
+            if spec.operator_name == "core/NumberReplacer":
+                assert result.worker_outcome == WorkerOutcome.SKIPPED
+            elif key[0] == "toy.py":  # changed: judged again
+                assert result is None
+            else:
+                assert result.test_outcome.value == verdicts[key]
+        rows = run.classify([(i, results.get(i.job_id)) for i in db.work_items], [])
+        assert {r["change"] for r in rows if r["file"] == "other.py" and
+                r["status"] in ("killed", "survived")} == {"changed"}
+    finally:
+        db.close()
+    with pytest.raises(SystemExit, match="not of 'other'"):
+        run.restore_from_report(run.Target("other", ["other.py"], [], [], None),
+                                tmp_path / "o.sqlite", tmp_path / "out" / "toy.json")
