@@ -499,6 +499,14 @@ ALL = [
       "Teams wrap storage in their own pyarrow filesystems (a subtree, HDFS, a mount "
       "adapter); such a filesystem is neither the local disk nor an object store, and a "
       "path resolved against the wrong root writes checkpoints where nobody looks."),
+    C("report.uri-storage-path", "MUST", "A storage_path given as a file:// URI",
+      "RunConfig(storage_path='file:///abs/folder') is the local folder /abs/folder: the run "
+      "folder is /abs/folder/<name> on the local disk, Result.path is that path without "
+      "the scheme, and Result.checkpoint is a Checkpoint on a pyarrow LocalFileSystem.",
+      STORAGE, "RunConfig(storage_path='file:///mnt/runs')",
+      "A URI is how one configuration names local, NFS and object storage alike; a file:// "
+      "storage_path must not be refused as a relative path or land under a folder named "
+      "'file:'."),
     # ---------------------------------------------------------------- local mode
     C("local.in-driver", "MUST", "Local mode runs in the driver",
       "num_workers=0 runs the training function synchronously in the process that called "

@@ -113,3 +113,30 @@ def _run_twice_on(impl, fs, storage: str, name: str, folder: str, described: str
                      "step of get_checkpoint() at the start of the second fit()", setting2)
     assertions.equal(result2.metrics["step"], len(SCORES),
                      "result.metrics['step'] of the second fit()", setting2)
+
+
+@clause("report.uri-storage-path")
+def check_a_file_uri_storage_path_is_the_local_folder(impl):
+    import os
+
+    folder, name = workspace(), "by-uri"
+    local = os.path.join(folder, "uri-store")
+    storage = f"file://{local}"
+    t = impl.train
+    script = new_script(impl, folder, journal="uri", steps=2)
+    r = run(impl, script, num_workers=2, folder=folder, name=name, storage=storage,
+            checkpoint_config=t.CheckpointConfig(num_to_keep=1))
+    setting = f"{r.setting}, storage_path={storage!r}"
+    result = assertions.succeeded(r.outcome, setting)
+    run_dir = os.path.join(local, name)
+    assertions.equal(result.path, run_dir, "result.path (the run folder, no scheme)", setting)
+    assertions.equal(sorted(n for n in os.listdir(run_dir)
+                            if os.path.isdir(os.path.join(run_dir, n))),
+                     ["ckpt-0001"], f"folders of {run_dir} on the local disk", setting)
+    latest = result.checkpoint
+    assertions.equal(latest.path, os.path.join(run_dir, "ckpt-0001"),
+                     "result.checkpoint.path", setting)
+    assertions.equal(type(latest.filesystem).__name__, "LocalFileSystem",
+                     "type of result.checkpoint.filesystem", setting)
+    assertions.equal(sorted(os.listdir(latest.path)), ["shard-0.json", "shard-1.json"],
+                     "files of result.checkpoint", setting)
