@@ -80,7 +80,7 @@ class HangVerdict(AssertionError):
         # The first line is what reports keep: it names the ranks that never reported.
         why = "".join(f"; {u}" for u in unreported)
         return cls(f"fit() did not finish within its deadline ({outcome.elapsed_s:.0f}s)"
-                   f"{expected}{why} [{setting}]\n{outcome.stacks[-6000:]}", unreported)
+                   f"{expected}{why} [{setting}]\n{outcome.stacks[-12000:]}", unreported)
 
 
 def _fmt_error(exc: BaseException) -> str:

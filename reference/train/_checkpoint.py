@@ -3,7 +3,9 @@
 Design note. ``to_directory`` copies into a fixed per-object folder by default
 (``<tempdir>/checkpoint_tmp_<uuid hex>``), so several processes on one machine holding
 pickled copies of the same Checkpoint meet in the same folder. A file lock keyed by that folder
-makes the first caller copy; callers that find the lock taken wait for it and copy nothing.
+makes the first caller copy; callers that find the lock taken wait for it and copy nothing,
+unless what held the lock was the folder's deletion (a `.copied` mark beside the lock file
+says a finished copy is there; a deletion removes the mark first), in which case they copy.
 ``as_directory`` on a remote checkpoint registers each user with a marker file next to the
 folder; the user that exits last (no markers left) deletes the folder, under the same lock so
 it never deletes while another process is still copying into it.
@@ -144,22 +146,35 @@ class Checkpoint(metaclass=_LegacyAttributes):
         existed = os.path.exists(target)
         os.makedirs(target, exist_ok=True)
         lock = _lock_for(target)
+        copied = _copied_mark(target)
         try:
             lock.acquire(timeout=0)
         except filelock.Timeout:
-            # Another process is copying into the same folder: wait for it, copy nothing.
+            # Another process holds the folder: it is copying into it (wait, copy nothing)
+            # or, as the last user of as_directory(), deleting it (wait, then copy).
             with lock:
-                pass
+                if os.path.exists(copied) and os.path.isdir(target):
+                    return target
+                self._copy_into(target, copied, existed=False)
             return target
+        try:
+            self._copy_into(target, copied, existed)
+        finally:
+            lock.release()
+        return target
+
+    def _copy_into(self, target: str, copied: str, existed: bool) -> None:
+        """Copy the checkpoint into `target` (its lock held), then mark it copied."""
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(copied)
+        os.makedirs(target, exist_ok=True)
         try:
             _copy_tree(self.filesystem, self.path, target)
         except BaseException:
             if not existed:
                 shutil.rmtree(target, ignore_errors=True)
             raise
-        finally:
-            lock.release()
-        return target
+        open(copied, "a").close()
 
     @contextlib.contextmanager
     def as_directory(self) -> Iterator[str]:
@@ -189,17 +204,29 @@ class Checkpoint(metaclass=_LegacyAttributes):
                     pass  # someone is copying into it again: they will clean up
                 else:
                     try:
+                        with contextlib.suppress(FileNotFoundError):
+                            os.remove(_copied_mark(folder))
                         shutil.rmtree(folder, ignore_errors=True)
                     finally:
                         lock.release()
 
 
-def _lock_for(local_dir: str) -> filelock.FileLock:
-    """A lock file in the temp dir named by the folder's resolved path."""
+def _lock_path(local_dir: str, suffix: str) -> str:
+    """A file in the temp dir's lock folder named by the folder's resolved path."""
     lock_dir = Path(tempfile.gettempdir(), _LOCK_DIR)
     lock_dir.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256(str(Path(local_dir).resolve()).encode("utf-8")).hexdigest()
-    return filelock.FileLock(str(lock_dir / f"{digest}.lock"))
+    return str(lock_dir / f"{digest}{suffix}")
+
+
+def _lock_for(local_dir: str) -> filelock.FileLock:
+    """The lock of a local copy's folder: whoever copies into it or deletes it holds it."""
+    return filelock.FileLock(_lock_path(local_dir, ".lock"))
+
+
+def _copied_mark(local_dir: str) -> str:
+    """The file that says a copy into the folder finished (and it was not deleted since)."""
+    return _lock_path(local_dir, ".copied")
 
 
 def _copy_tree(fs: pyarrow.fs.FileSystem, fs_path: str, local_dir: str) -> None:

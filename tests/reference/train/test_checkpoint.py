@@ -117,6 +117,58 @@ def test_concurrent_callers_copy_once(source, tmp_path, monkeypatch):
     assert read_tree(target) == tree
 
 
+def test_a_caller_that_waited_out_the_folders_deletion_copies_again(source, monkeypatch):
+    """The last user of as_directory() deletes the shared copy under its lock; a caller
+    that arrives meanwhile (its makedirs already made an empty folder) waits, then copies:
+    it never gets the empty folder (a restoring rank once read no shard from it)."""
+    src, tree = source
+    root, name = os.path.split(src)
+    ckpt = Checkpoint(name, pyarrow.fs.SubTreeFileSystem(root, pyarrow.fs.LocalFileSystem()))
+    folder = ckpt.to_directory()  # a finished copy, as a first user left it
+    assert read_tree(folder) == tree
+    deleting, gave_up = threading.Event(), threading.Event()
+    real_lock_for = impl._lock_for
+
+    class ObservedLock:
+        def __init__(self, path):
+            self._lock = real_lock_for(path)
+
+        def acquire(self, timeout):
+            try:
+                return self._lock.acquire(timeout=timeout)
+            except filelock.Timeout:
+                gave_up.set()
+                raise
+
+        def __getattr__(self, attr):
+            return getattr(self._lock, attr)
+
+        def __enter__(self):
+            return self._lock.__enter__()
+
+        def __exit__(self, *exc):
+            return self._lock.__exit__(*exc)
+
+    def last_user_cleans_up():
+        lock = real_lock_for(folder)
+        with lock:
+            os.remove(impl._copied_mark(folder))
+            shutil.rmtree(folder)
+            deleting.set()
+            assert gave_up.wait(30), "the second caller never tried the lock"
+
+    monkeypatch.setattr(impl, "_lock_for", ObservedLock)
+    cleaner = threading.Thread(target=last_user_cleans_up)
+    cleaner.start()
+    try:
+        assert deleting.wait(30)
+        assert ckpt.to_directory() == folder
+        cleaner.join(30)
+        assert read_tree(folder) == tree
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def test_as_directory_of_local_checkpoint_yields_its_path(source):
     src, tree = source
     ckpt = Checkpoint.from_directory(src)
