@@ -192,6 +192,21 @@ ALL = [
       CTRL, "report({'loss': 1.0}) only -> result.metrics is None",
       ray_note="Ray's quick-start examples print result.metrics['loss'] after metric-only "
       "reports; on 2.60 that is None. The behaviour is intended (ray-project/ray#56718)."),
+    C("report.free-metrics-any-value", "MUST", "Metrics without a checkpoint need not be storable",
+      "When no rank passes a checkpoint in a report round, the metrics may hold values the "
+      "run snapshot cannot store (an arbitrary picklable object): every rank's report() "
+      "returns and fit() succeeds (the metrics are not persisted).", CTRL,
+      "report({'obj': object()}) on every rank, no checkpoint -> fit() succeeds",
+      "Only what is registered with a checkpoint is written to storage; metrics-only "
+      "reports feed callbacks and logs, where any object may go."),
+    C("report.collective-warn-env", "MUST", "A RAY_TRAIN_COLLECTIVE_WARN_INTERVAL_S that is not a number is ignored",
+      "When the driver's environment holds RAY_TRAIN_COLLECTIVE_WARN_INTERVAL_S with a value "
+      "that is not a number (e.g. 'soon') as fit() is called, the run goes on with the "
+      "default interval (a warning may be logged): fit() succeeds as without it.",
+      "python/ray/train/v2/_internal/constants.py:get_env_vars_to_propagate; " + WG +
+      " (env_float)",
+      "RAY_TRAIN_COLLECTIVE_WARN_INTERVAL_S=soon -> fit() succeeds",
+      "A mistyped tuning variable must not cost a run."),
     C("report.merge-ranks", "MUST", "Checkpoints of several ranks merge",
       "Checkpoints passed by several ranks in one report round are merged into one directory "
       "whose name is rank 0's checkpoint_dir_name (names on other ranks are ignored).", FN,
@@ -432,16 +447,28 @@ ALL = [
       "a field missing or not of its type: checkpoint_results not a list, an entry without "
       "metrics, a report index that is not an integer, validated_checkpoint_dir_names not "
       "strings; checkpoint_report_indices not one per checkpoint; pending_validation_specs "
-      "not one per pending result; latest_checkpoint_result naming a folder "
-      "checkpoint_results does not list), fit() with that name raises before any worker "
-      "runs the training function and leaves the snapshot as it was.", CKMGR + ":_load_state",
-      "checkpoint_report_indices one short -> fit() raises; no worker started; the file is "
+      "not one per pending result; latest_checkpoint_result or a pending result naming a "
+      "folder checkpoint_results does not list), fit() with that name raises before any "
+      "worker runs the training function and leaves the snapshot as it was, and "
+      "Result.from_path(run folder) raises.", CKMGR + ":_load_state",
+      "checkpoint_report_indices one short (or one too many) -> fit() raises; no worker "
+      "started; the file is "
       "unchanged",
       "Resuming from a snapshot read wrongly restores the wrong checkpoint or evicts the "
       "good ones; stopping keeps the run folder for a person to repair.",
       ray_note="Ray 2.60 raises ActorDiedError (its controller dies in __init__); it "
       "coerces numeric strings where integers belong ('3' is read as 3), which this clause "
       "leaves open."),
+    C("resume.missing-checkpoint", "MUST", "A listed checkpoint folder gone stops the resumed fit()",
+      "When a checkpoint folder the run's snapshot lists no longer exists, fit() with that "
+      "name raises before any worker runs the training function and changes nothing in the "
+      "run folder, and Result.from_path(run folder) raises an error naming the folder.",
+      CKMGR + ":_assert_checkpoints_exist",
+      "rm -r <run>/ckpt-0000; fit() raises, no worker started; Result.from_path raises",
+      "Resuming without a checkpoint the snapshot promises would rank, restore or evict "
+      "from a record that no longer matches storage; a person decides what to repair.",
+      ray_note="Ray 2.60 raises ActorDiedError from fit() (its controller dies in "
+      "__init__) and CheckpointManagerInitializationError from Result.from_path."),
     C("resume.retention", "MUST", "A resumed run ranks the earlier run's checkpoints",
       "A fit() that resumes (same storage_path and name) continues the earlier run's "
       "retention: the checkpoints the earlier run kept count toward num_to_keep and are "
@@ -552,6 +579,18 @@ ALL = [
       "2 workers",
       "Each resize is a full restart from the latest checkpoint: one at every tick would "
       "lose the progress since that checkpoint again and again."),
+    C("elastic.monitor-interval", "MUST", "A running group is considered for a resize once per interval",
+      "A running elastic group is first considered for a resize elastic_resize_monitor_interval_s "
+      "after it started, then again every interval: resources that appear while the group "
+      "starts (after its size was chosen) are not used before the interval has passed, so a "
+      "run shorter than the interval ends at the size it started with; a node added after "
+      "the first consideration found nothing is used at a later one.", ELASTIC +
+      ":make_decision_for_running_worker_group (worker_group_state.start_time, "
+      "_latest_monitor_time)",
+      "num_workers=(1, 4), interval 60 s, a node added during on_start, a 4-step run -> one "
+      "attempt of 2 workers",
+      "A resize restarts the group from its latest checkpoint; the interval is what bounds "
+      "how often a growing cluster costs that."),
     # ---------------------------------------------------------------- backend
     C("backend.hooks", "MUST", "A custom Backend's hooks run around the training function",
       "For a BackendConfig subclass whose backend_cls is a Backend subclass, passed as "
@@ -595,6 +634,24 @@ ALL = [
       ray_note="Ray raises it at once (a RayTaskError(KeyError) is not a retryable controller "
       "error); the reference retries the group start twice first, since a rendezvous can "
       "fail by chance, then raises the same error."),
+    C("backend.worker-death-retried", "MUST", "A worker that dies while the group starts is retried",
+      "A worker process that dies while the worker group starts (here: in a function "
+      "Backend.on_start runs on it, before any training function) is a start failure, "
+      "charged to FailureConfig.controller_failure_limit (default -1: unlimited), never to "
+      "max_failures: a group is started again and, when it starts, the run succeeds even "
+      "with max_failures=0. With controller_failure_limit=0 fit() raises ControllerError "
+      "and no training function runs.", BACKEND + "; " + FAIL + ":RETRYABLE_CONTROLLER_ERRORS",
+      "rank 1 exits in the first on_start, max_failures=0 -> a second group trains, fit() "
+      "succeeds",
+      "A node that loses a worker while the group is set up (a preempted host, an OOM kill "
+      "at import) must not end a run that has not started training."),
+    C("backend.controller-error-shutdown", "MUST", "A controller error shuts the backend down",
+      "When the run fails in the controller while a group runs (a UserCallback's after_report "
+      "raises), fit() raises ControllerError whose controller_failure is that exception, "
+      "and Backend.on_shutdown ran once, after on_start and on_training_start.", BACKEND +
+      "; " + CTRL + ":_shutdown",
+      "UserCallback.after_report raises RuntimeError -> ControllerError(RuntimeError); "
+      "hooks on_start, on_training_start, on_shutdown"),
     # ---------------------------------------------------------------- torch
     C("torch.config", "MUST", "TorchConfig fields and defaults",
       "TorchConfig(backend=None, init_method='env', timeout_s=1800).", TORCH_CFG,

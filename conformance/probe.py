@@ -104,6 +104,9 @@ class Script:
     #: every checkpoint also holds more/a-<rank>.json and more/b-<rank>.json (the same
     #: state as its shard): a checkpoint with a subfolder of several files
     nested: bool = False
+    #: step -> a tree ({name: bytes, or a dict for a folder}): what rank 0's checkpoint of
+    #: that step holds besides its shard
+    trees: dict = dataclasses.field(default_factory=dict)
 
     def checkpointing_ranks(self, step: int, world_size: int) -> tuple:
         if self.checkpoints is None:
@@ -312,6 +315,18 @@ def write_checkpoint(train, folder: str, step: int, rank: int, attempt: int,
     return train.Checkpoint.from_directory(folder)
 
 
+def write_tree(folder: str, tree: dict) -> None:
+    """Write `tree` (conformance.strategies' shape: {name: bytes, or a dict for a folder})
+    into `folder`."""
+    os.makedirs(folder, exist_ok=True)
+    for name, node in tree.items():
+        if isinstance(node, dict):
+            write_tree(os.path.join(folder, name), node)
+        else:
+            with open(os.path.join(folder, name), "wb") as f:
+                f.write(node)
+
+
 def validate_checkpoint(checkpoint, values: list) -> dict:
     """A ValidationConfig function: {"val": values[step]} for the checkpoint of `step`
     (read_state); a None value makes the validation fail."""
@@ -380,6 +395,8 @@ def _report_step(s: Script, train, ctx, journal: Journal, rank: int, world: int,
     elif rank in s.checkpointing_ranks(step, world):
         folder = os.path.join(s.journal_dir, "local", f"a{attempt}-r{rank}-s{step}")
         checkpoint = write_checkpoint(train, folder, step, rank, attempt, s.nested)
+        if rank == 0 and step in s.trees:
+            write_tree(folder, s.trees[step])
     metrics = {"step": step, "rank": rank, "attempt": attempt, **s.metrics.get(step, {})}
     if step in s.validate and checkpoint is not None:
         options["validation"] = True

@@ -92,6 +92,8 @@ def _corrupted(doc: dict, kind: str) -> str:
         return "{not json"
     if kind == "checkpoint_report_indices one short":
         doc["checkpoint_report_indices"] = doc["checkpoint_report_indices"][:-1]
+    elif kind == "checkpoint_report_indices one too many":
+        doc["checkpoint_report_indices"].append(doc["current_report_index"])
     elif kind == "a report index 0.5":
         doc["checkpoint_report_indices"][0] = 0.5
     elif kind == "latest_checkpoint_result names an unlisted folder":
@@ -102,17 +104,26 @@ def _corrupted(doc: dict, kind: str) -> str:
         del doc["checkpoint_results"][0]["metrics"]
     elif kind == "a pending_validation_specs entry without a pending result":
         doc["pending_validation_specs"] = [True]
+    elif kind == "a pending result without a pending_validation_specs entry":
+        doc["pending_training_results"] = [doc["checkpoint_results"][0]]
+        doc["pending_validation_specs"] = []
+    elif kind == "a pending result naming an unlisted folder":
+        doc["pending_training_results"] = [
+            dict(doc["checkpoint_results"][0], checkpoint_dir_name="not-listed")]
+        doc["pending_validation_specs"] = [True]
     elif kind == "checkpoint_results is an object":
         doc["checkpoint_results"] = {}
     return json.dumps(doc)
 
 
 CORRUPTIONS = (
-    "not JSON", "checkpoint_report_indices one short", "a report index 0.5",
+    "not JSON", "checkpoint_report_indices one short",
+    "checkpoint_report_indices one too many", "a report index 0.5",
     "latest_checkpoint_result names an unlisted folder",
     "validated_checkpoint_dir_names holds an int", "an entry without metrics",
     "a pending_validation_specs entry without a pending result",
-    "checkpoint_results is an object",
+    "a pending result without a pending_validation_specs entry",
+    "a pending result naming an unlisted folder", "checkpoint_results is an object",
 )
 
 
@@ -140,5 +151,47 @@ def check_a_corrupt_snapshot_stops_the_resumed_fit_before_training(impl):
         with open(path) as f:
             assertions.equal(f.read() == text, True, "the snapshot is left as it was",
                              setting)
+        try:
+            impl.train.Result.from_path(r1.run_dir)
+        except Exception:  # noqa: BLE001 - the contract fixes no class
+            pass
+        else:
+            raise AssertionError(f"Result.from_path(run folder) returned, expected it to "
+                                 f"raise [{setting}]")
         with open(path, "w") as f:
             f.write(good)
+
+
+@clause("resume.missing-checkpoint")
+def check_a_listed_folder_gone_stops_the_resumed_fit_before_training(impl):
+    import os
+    import shutil
+
+    import pytest
+
+    folder, name = workspace(), "missing-folder"
+    first = new_script(impl, folder, journal="first", steps=3)
+    r1 = run(impl, first, num_workers=1, folder=folder, name=name)
+    assertions.succeeded(r1.outcome, r1.setting)
+    path = os.path.join(r1.run_dir, "checkpoint_manager_snapshot.json")
+    with open(path) as f:
+        snapshot = f.read()
+    shutil.rmtree(os.path.join(r1.run_dir, "ckpt-0000"))  # not the latest checkpoint
+    second = new_script(impl, folder, journal="second", steps=4)
+    r2 = run(impl, second, num_workers=1, folder=folder, name=name)
+    setting = (f"{r2.setting}, second fit() of name={name!r} after the folder ckpt-0000 its "
+               "snapshot lists was deleted")
+    assertions.equal(r2.outcome.ok, False, "fit() failed", setting)
+    assertions.equal(len(r2.events("start")), 0,
+                     "workers that started the training function", setting)
+    with open(path) as f:
+        assertions.equal(f.read() == snapshot, True, "the snapshot is left as it was", setting)
+    assertions.equal(sorted(os.listdir(r1.run_dir)),
+                     sorted([".validate_storage_marker", "checkpoint_manager_snapshot.json",
+                             "ckpt-0001", "ckpt-0002"]),
+                     "entries of the run folder after the failed fit()", setting)
+    with pytest.raises(Exception) as raised:  # noqa: PT011 - the contract fixes no class
+        impl.train.Result.from_path(r1.run_dir)
+    assertions.equal("ckpt-0000" in str(raised.value), True,
+                     f"the missing folder named in Result.from_path's error "
+                     f"{str(raised.value)[-300:]!r}", setting)

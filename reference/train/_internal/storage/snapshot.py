@@ -214,10 +214,9 @@ def to_jsonable(value: Any, where: str) -> Any:
         return [to_jsonable(v, where) for v in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return to_jsonable(dataclasses.asdict(value), where)
-    item = getattr(value, "item", None)  # numpy scalars
-    if callable(item) and getattr(value, "shape", None) == ():
-        return to_jsonable(item(), where)
     # What Ray's pydantic snapshot also stores, spelled as pydantic's JSON mode spells it.
+    # Not numpy scalars other than np.float64 (a float): Ray 2.60 cannot store np.float32,
+    # np.int64, np.bool_ or a 0-d array, so they fail here as in any run on Ray.
     if isinstance(value, enum.Enum):
         return to_jsonable(value.value, where)
     if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
@@ -284,7 +283,7 @@ def encode_json(value: Any, where: str) -> str:
         try:
             return _dumps(value)
         except (TypeError, ValueError):
-            pass  # NaN/inf or a type only to_jsonable converts (numpy scalars, dataclasses)
+            pass  # NaN/inf or a type only to_jsonable converts (tuples in keys, dataclasses)
     return _dumps(to_jsonable(value, where))
 
 
@@ -365,13 +364,11 @@ class ResultState:
     best: list[tuple[str, dict]]
 
 
-def read_result_state(
-    fs: pafs.FileSystem, fs_path: str, num_to_keep: int | None = None
-) -> ResultState:
+def read_result_state(fs: pafs.FileSystem, fs_path: str) -> ResultState:
     """Read a finished (or crashed) run's checkpoints from its snapshot.
 
-    `best` is worst -> best and, like Ray's `best_checkpoints`, holds the last `num_to_keep`
-    entries (all when None; Ray's `Result.from_path` uses None).
+    `best` is worst -> best and holds every entry the snapshot lists (Ray's
+    `Result.from_path` applies no `num_to_keep` either).
     """
     fs_path = fs_path.rstrip("/") or "/"
     if not fs_utils.exists(fs, fs_path):
@@ -391,8 +388,6 @@ def read_result_state(
     by_name = {e.checkpoint_dir_name: e for e in snapshot.checkpoint_results}
     latest = snapshot.latest_checkpoint_result
     best = [pair(e) for e in snapshot.checkpoint_results]
-    if num_to_keep is not None:
-        best = best[-num_to_keep:]
     return ResultState(
         experiment_fs_path=fs_path,
         latest=None if latest is None else pair(by_name[latest.checkpoint_dir_name]),

@@ -201,9 +201,6 @@ def test_read_result_state(tmp_path):
     assert state.experiment_fs_path == run
     assert state.latest == (f"{run}/{RAY_NAMES[0]}", {"i": 5, "nested": {"loss": 2.0}})
     assert [p for p, _ in state.best] == [f"{run}/{n}" for n in RAY_NAMES]
-    assert [m for _, m in read_result_state(fs, run, num_to_keep=2).best] == [
-        {"i": 1, "nested": {"loss": 1.0}}, {"i": 2},
-    ]
 
 
 def test_read_result_state_without_a_run_or_snapshot(tmp_path):

@@ -29,21 +29,6 @@ class Config:
     checkpoint_score_order: str = "max"
 
 
-class Counted:
-    """A numpy-scalar-like metric (`.item()`, `shape == ()`) that counts its conversions, i.e.
-    how often the snapshot encodes the entry holding it."""
-
-    calls = 0
-    shape = ()
-
-    def __init__(self, value):
-        self.value = value
-
-    def item(self):
-        Counted.calls += 1
-        return self.value
-
-
 def fill(manager, storage, count, metrics=lambda i: {"i": i}, start=0):
     for i in range(start, start + count):
         path = storage.build_checkpoint_path_from_name(f"c{i:05d}")
@@ -51,13 +36,16 @@ def fill(manager, storage, count, metrics=lambda i: {"i": i}, start=0):
         manager.register_checkpoint(path, metrics(i))
 
 
-def test_a_report_encodes_only_its_own_entry(tmp_path):
+def test_a_report_encodes_only_its_own_entry(tmp_path, monkeypatch):
     storage = StorageContext(str(tmp_path), "run")
     manager = CheckpointManager(storage, Config(num_to_keep=1000))
-    fill(manager, storage, 1000, lambda i: {"i": i, "loss": Counted(0.5)})
-    Counted.calls = 0
-    fill(manager, storage, 1, lambda i: {"i": i, "loss": Counted(0.25)}, start=1000)
-    assert Counted.calls == 1, f"{Counted.calls} entries were encoded for one report"
+    fill(manager, storage, 1000, lambda i: {"i": i, "loss": 0.5})
+    encoded = []
+    real = snapshot.encode_entry
+    monkeypatch.setattr(snapshot, "encode_entry",
+                        lambda name, *a, **k: encoded.append(name) or real(name, *a, **k))
+    fill(manager, storage, 1, lambda i: {"i": i, "loss": 0.25}, start=1000)
+    assert encoded == ["c01000"], f"{len(encoded)} entries were encoded for one report"
     with open(storage.checkpoint_manager_snapshot_path) as f:
         doc = json.load(f)
     assert len(doc["checkpoint_results"]) == 1000
