@@ -220,6 +220,16 @@ ALL = [
       "passes shard-0 into 'same' -> 'same' holds step 1's shard-0 and step 0's shard-1",
       "A fixed checkpoint_dir_name is a common pattern; a later report must never leave "
       "the folder with the earlier contents, nor drop the files it did not rewrite."),
+    C("report.symlinks", "MUST", "A checkpoint stores what its symbolic links point to",
+      "A symbolic link in a reported checkpoint folder (to a file or a folder, at any "
+      "depth, pointing outside the folder) is stored as a copy of what it points to, with "
+      "delete_local_checkpoint_after_upload=True as without it: the persisted checkpoint "
+      "holds no link. Deleting the local folder after the upload removes the links, not "
+      "their targets.", FN,
+      "ckpt/flink -> /data/t.txt; report(..., delete_local_checkpoint_after_upload=True) "
+      "-> <run>/ckpt/flink is a file holding t.txt's bytes; /data/t.txt stays",
+      "A checkpoint must be whole on its own: a link into a temporary or a cache folder "
+      "dangles once that folder goes, and the model is lost."),
     C("report.nonzero-rank-checkpoint", "MUST", "A checkpoint may come from ranks other than 0",
       "A round in which only non-zero ranks pass a checkpoint registers that checkpoint.", FN,
       "rank 1 alone passes a checkpoint; result.checkpoint holds its files"),
@@ -510,7 +520,9 @@ ALL = [
       "each retained checkpoint's folder there holds the files every rank passed to that "
       "report, the folders retention evicts are deleted from the bucket, Result.checkpoint "
       "and best_checkpoints are Checkpoints on fs (to_directory() downloads their files), "
-      "and a second fit() with the same name resumes from the latest checkpoint.", STORAGE,
+      "a second fit() with the same name resumes from the latest checkpoint, and a rank's "
+      "local folder reported with delete_local_checkpoint_after_upload=True is deleted once "
+      "uploaded (the others stay).", STORAGE,
       "RunConfig(storage_path='bucket/runs', storage_filesystem=pafs.S3FileSystem(...))",
       "Clusters keep checkpoints in object stores, where nothing can be renamed into place; "
       "what local disk proves says nothing about that path."),

@@ -4,12 +4,14 @@ backend checks run it unmodified on every implementation by swapping the import 
 It records what its hooks see in a journal folder named by the config: in the process that
 runs the hooks, `hooks.jsonl` (hook name, pid, group size, the workers' metadata and
 ranks, what executed functions returned); on each worker, the variables the hooks set.
-`fail_in` makes a hook raise (in the driver, or on rank 1 through an executed function).
+`fail_in` makes a hook raise (in the driver, or on rank 1 through an executed function), or
+("worker_dies_once") makes rank 1's process exit during the first group's on_start.
 """
 
 import json
 import os
 import socket
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Optional
@@ -43,6 +45,11 @@ def fail_on_rank_1() -> None:
         raise KeyError("custom backend setup failed on rank 1")
 
 
+def exit_on_rank_1() -> None:
+    if ray.train.get_context().get_world_rank() == 1:
+        os._exit(1)
+
+
 def write_shutdown_marker(journal: str) -> None:
     rank = ray.train.get_context().get_world_rank()
     with open(os.path.join(journal, f"shutdown-{rank}.json"), "w") as f:
@@ -63,6 +70,15 @@ class _CustomBackend(Backend):
         journal = backend_config.journal
         if backend_config.fail_in == "on_start":
             raise ValueError("custom backend rejected its configuration")
+        if backend_config.wait_for:  # until the check lets the group go on (or 60 s)
+            _record(journal, hook="on_start_waits", pid=os.getpid())
+            deadline = time.monotonic() + 60.0
+            while not os.path.exists(backend_config.wait_for) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        dies = os.path.join(journal, "rank-1-died")
+        if backend_config.fail_in == "worker_dies_once" and not os.path.exists(dies):
+            open(dies, "w").close()  # only the first group's rank 1 dies
+            ray.get(worker_group.execute_async(exit_on_rank_1))
         workers = worker_group.get_workers()
         pids = worker_group.execute(set_env, "CUSTOM_ON_START", "1")
         futures = [worker_group.execute_single_async(i, set_env, "CUSTOM_RANK",
@@ -94,10 +110,19 @@ class _CustomBackend(Backend):
             raise RuntimeError("custom backend shutdown failed")
 
 
+class FailingCallback(ray.train.UserCallback):
+    """A UserCallback whose after_report raises (a controller error, not a worker's)."""
+
+    def after_report(self, run_context, metrics, checkpoint):
+        raise RuntimeError("the user callback failed")
+
+
 @dataclass
 class CustomConfig(BackendConfig):
     journal: str = ""
     fail_in: Optional[str] = None
+    #: a file on_start waits for before it sets the group up (None: no wait)
+    wait_for: Optional[str] = None
 
     @property
     def backend_cls(self):

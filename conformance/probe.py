@@ -31,6 +31,7 @@ import os
 import posixpath
 import signal
 import sys
+import tempfile
 import time
 import traceback
 import unittest
@@ -104,9 +105,13 @@ class Script:
     #: every checkpoint also holds more/a-<rank>.json and more/b-<rank>.json (the same
     #: state as its shard): a checkpoint with a subfolder of several files
     nested: bool = False
-    #: step -> a tree ({name: bytes, or a dict for a folder}): what rank 0's checkpoint of
-    #: that step holds besides its shard
+    #: step -> a tree ({name: bytes, or a dict for a folder, or ("symlink", bytes or dict):
+    #: a symbolic link to that file or folder written outside the checkpoint, in
+    #: <checkpoint folder>-targets}): what rank 0's checkpoint of that step holds besides
+    #: its shard
     trees: dict = dataclasses.field(default_factory=dict)
+    #: steps whose report passes delete_local_checkpoint_after_upload=True
+    delete_local: tuple = ()
 
     def checkpointing_ranks(self, step: int, world_size: int) -> tuple:
         if self.checkpoints is None:
@@ -315,15 +320,24 @@ def write_checkpoint(train, folder: str, step: int, rank: int, attempt: int,
     return train.Checkpoint.from_directory(folder)
 
 
-def write_tree(folder: str, tree: dict) -> None:
-    """Write `tree` (conformance.strategies' shape: {name: bytes, or a dict for a folder})
-    into `folder`."""
+def write_tree(folder: str, tree: dict, targets: str) -> None:
+    """Write `tree` (see Script.trees) into `folder`; link targets go under `targets`."""
     os.makedirs(folder, exist_ok=True)
     for name, node in tree.items():
-        if isinstance(node, dict):
-            write_tree(os.path.join(folder, name), node)
+        path = os.path.join(folder, name)
+        if isinstance(node, tuple):  # ("symlink", what the link points to)
+            os.makedirs(targets, exist_ok=True)
+            target = os.path.join(tempfile.mkdtemp(dir=targets), name)
+            if isinstance(node[1], dict):
+                write_tree(target, node[1], targets)
+            else:
+                with open(target, "wb") as f:
+                    f.write(node[1])
+            os.symlink(target, path)
+        elif isinstance(node, dict):
+            write_tree(path, node, targets)
         else:
-            with open(os.path.join(folder, name), "wb") as f:
+            with open(path, "wb") as f:
                 f.write(node)
 
 
@@ -396,8 +410,10 @@ def _report_step(s: Script, train, ctx, journal: Journal, rank: int, world: int,
         folder = os.path.join(s.journal_dir, "local", f"a{attempt}-r{rank}-s{step}")
         checkpoint = write_checkpoint(train, folder, step, rank, attempt, s.nested)
         if rank == 0 and step in s.trees:
-            write_tree(folder, s.trees[step])
+            write_tree(folder, s.trees[step], f"{folder}-targets")
     metrics = {"step": step, "rank": rank, "attempt": attempt, **s.metrics.get(step, {})}
+    if step in s.delete_local and checkpoint is not None:
+        options["delete_local_checkpoint_after_upload"] = True
     if step in s.validate and checkpoint is not None:
         options["validation"] = True
     if s.late_rank == rank:

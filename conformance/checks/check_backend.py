@@ -44,7 +44,7 @@ def custom_backend(impl):
     return module
 
 
-def _fit(impl, fail_in=None, name="backend"):
+def _fit(impl, fail_in=None, name="backend", failure_config=None, callbacks=None):
     module = custom_backend(impl)
     t = impl.train
     folder = workspace()
@@ -55,7 +55,8 @@ def _fit(impl, fail_in=None, name="backend"):
         backend_config=module.CustomConfig(journal=journal, fail_in=fail_in),
         scaling_config=t.ScalingConfig(num_workers=2),
         run_config=t.RunConfig(name=name, storage_path=os.path.join(folder, "s"),
-                               failure_config=t.FailureConfig(max_failures=0))))
+                               failure_config=failure_config or t.FailureConfig(max_failures=0),
+                               **({} if callbacks is None else {"callbacks": callbacks}))))
     return impl.fit(factory), journal
 
 
@@ -166,3 +167,48 @@ def check_shutdown_error_fails_the_run(impl):
                      "hooks called, in order", setting)
     assertions.equal(sorted(k for k in files if k.startswith("worker-")),
                      ["worker-0", "worker-1"], "training functions that ran", setting)
+
+
+@clause("backend.worker-death-retried")
+def check_worker_death_in_setup_is_retried(impl):
+    setting = (f"{impl.name}: rank 1's process exits while the first group's on_start runs a "
+               "function there; FailureConfig(max_failures=0)")
+    outcome, journal = _fit(impl, fail_in="worker_dies_once", name="backend-worker-dies")
+    assertions.succeeded(outcome, setting + " (controller_failure_limit=-1 by default)")
+    hooks, files = _read(journal)
+    assertions.equal(os.path.exists(os.path.join(journal, "rank-1-died")), True,
+                     "the first group's rank 1 was made to exit", setting)
+    assertions.equal([h["hook"] for h in hooks][-3:],
+                     ["on_start", "on_training_start", "on_shutdown"],
+                     "the last hooks called, in order (the group started again)", setting)
+    assertions.equal(sorted(k for k in files if k.startswith("worker-")),
+                     ["worker-0", "worker-1"], "training functions that ran", setting)
+
+
+@clause("backend.worker-death-retried")
+def check_worker_death_in_setup_with_no_controller_retries(impl):
+    setting = (f"{impl.name}: rank 1's process exits while the first group's on_start runs a "
+               "function there; FailureConfig(max_failures=2, controller_failure_limit=0)")
+    outcome, journal = _fit(impl, fail_in="worker_dies_once", name="backend-worker-dies-0",
+                            failure_config=impl.train.FailureConfig(
+                                max_failures=2, controller_failure_limit=0))
+    assertions.failed(outcome, impl.train.ControllerError, setting)
+    hooks, files = _read(journal)
+    assertions.equal(sorted(k for k in files if k.startswith("worker-")), [],
+                     "training functions that ran", setting)
+
+
+@clause("backend.controller-error-shutdown")
+def check_controller_error_stops_the_group(impl):
+    module = custom_backend(impl)
+    setting = (f"{impl.name}: a UserCallback's after_report raises RuntimeError at the first "
+               "report")
+    outcome, journal = _fit(impl, name="backend-callback-fails",
+                            callbacks=[module.FailingCallback()])
+    error = assertions.failed(outcome, impl.train.ControllerError, setting)
+    cause = getattr(error, "controller_failure", None)
+    assertions.equal(isinstance(cause, RuntimeError), True,
+                     f"ControllerError.controller_failure={cause!r} is a RuntimeError", setting)
+    hooks, files = _read(journal)
+    assertions.equal([h["hook"] for h in hooks], ["on_start", "on_training_start", "on_shutdown"],
+                     "hooks called, in order", setting)

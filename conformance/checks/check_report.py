@@ -125,6 +125,52 @@ def check_folders_of_any_name_keep_their_place(impl):
                      "result.checkpoint's folder", setting)
 
 
+def _described(root: str) -> dict:
+    """{relative path: bytes, 'folder', or ('link', target)} of everything under root."""
+    out = {}
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            rel = os.path.relpath(path, root)
+            if os.path.islink(path):
+                out[rel] = ("link", os.readlink(path))
+            elif os.path.isdir(path):
+                out[rel] = "folder"
+            else:
+                with open(path, "rb") as f:
+                    out[rel] = f.read()
+    return out
+
+
+@clause("report.symlinks")
+def check_links_are_stored_as_what_they_point_to(impl):
+    from conformance.scenarios import new_script, run, workspace
+
+    tree = {"flink": ("symlink", b"T"), "dlink": ("symlink", {"in": b"D"}),
+            "sub": {"deep": ("symlink", b"X")}}
+    stored = {"flink": b"T", "dlink": "folder", "dlink/in": b"D", "sub": "folder",
+              "sub/deep": b"X"}
+    folder = workspace()
+    script = new_script(impl, folder, steps=2, checkpoints={0: (0,), 1: (0,)},
+                        trees={0: tree, 1: tree}, delete_local=(1,))
+    r = run(impl, script, num_workers=1, folder=folder)
+    setting = (f"{r.setting}, rank 0's checkpoint holds links to a file and a folder "
+               "outside it (and one in a subfolder); step 1 reports with "
+               "delete_local_checkpoint_after_upload=True")
+    assertions.succeeded(r.outcome, setting)
+    for step in (0, 1):
+        found = _described(os.path.join(r.run_dir, f"ckpt-{step:04d}"))
+        found.pop("shard-0.json", None)
+        assertions.equal(found, stored, f"what ckpt-{step:04d} holds", setting)
+    local = os.path.join(script.journal_dir, "local", "a0-r0-s1")
+    assertions.equal(os.path.exists(local), False,
+                     "step 1's local checkpoint folder exists after its upload", setting)
+    targets = _described(f"{local}-targets")
+    assertions.equal(sorted(v for v in targets.values() if isinstance(v, bytes)),
+                     [b"D", b"T", b"X"], "the files the links pointed to, after the upload",
+                     setting)
+
+
 @clause("report.nonzero-rank-checkpoint")
 def check_checkpoint_from_rank1_only(impl):
     run = basic_run(impl)

@@ -73,12 +73,19 @@ def _run_twice_on(impl, fs, storage: str, name: str, folder: str, described: str
     run_dir = f"{storage}/{name}"
     config = t.CheckpointConfig(num_to_keep=2, checkpoint_score_attribute="score")
     metrics = {step: {"score": v} for step, v in enumerate(SCORES)}
-    first = new_script(impl, folder, journal="first", steps=len(SCORES), metrics=metrics)
+    first = new_script(impl, folder, journal="first", steps=len(SCORES), metrics=metrics,
+                       delete_local=(1,))
     r1 = run(impl, first, num_workers=2, folder=folder, name=name, storage=storage,
              checkpoint_config=config, storage_filesystem=fs)
     setting = (f"{r1.setting}, storage_filesystem={described}, "
-               f"storage_path={storage!r}, scores={SCORES}")
+               f"storage_path={storage!r}, scores={SCORES}, step 1 reports with "
+               "delete_local_checkpoint_after_upload=True")
     result = assertions.succeeded(r1.outcome, setting)
+    local = os.path.join(first.journal_dir, "local")
+    assertions.equal(sorted(n for n in os.listdir(local) if n.endswith("-s1")), [],
+                     "step 1's local checkpoint folders after their upload", setting)
+    assertions.equal(len([n for n in os.listdir(local) if n.endswith("-s0")]), 2,
+                     "step 0's local checkpoint folders (kept: no delete asked)", setting)
     kept, best = oracle(SCORES, 2, "max", True)
     files = _entries(fs, run_dir)
     # every folder of the run folder (its files' first path parts), hidden ones included:

@@ -399,8 +399,7 @@ class CheckpointManager:
     def _restore(self) -> None:
         storage = self._storage
         fs, run = storage.storage_filesystem, storage.experiment_fs_path
-        if not storage.read_only:
-            persist.remove_temporaries(storage)
+        persist.remove_temporaries(storage)
         state = snapshot.read_snapshot(fs, run)
         if state is None:
             return

@@ -170,8 +170,6 @@ def persist_as_checkpoint(storage: StorageContext, sources: Any, checkpoint_dir_
     """`persist_checkpoint`, returned as a `Checkpoint` on the run's filesystem."""
     from reference.train._checkpoint import Checkpoint
 
-    if storage.read_only:
-        raise RuntimeError(f"{storage!r} is read-only; it cannot persist checkpoints.")
     fs_path = persist_checkpoint(storage, sources, checkpoint_dir_name, mode=mode)
     return Checkpoint(fs_path, filesystem=storage.storage_filesystem)
 

@@ -117,7 +117,6 @@ class StorageContext:
         storage_path: str | os.PathLike,
         experiment_dir_name: str,
         storage_filesystem: pafs.FileSystem | None = None,
-        read_only: bool = False,
     ):
         self.storage_path = os.fspath(storage_path)
         self.experiment_dir_name = _check_relative_name(
@@ -127,10 +126,8 @@ class StorageContext:
         fs, fs_path = _resolve(self.storage_path, storage_filesystem)
         self.storage_filesystem: pafs.FileSystem = fs
         self.storage_fs_path: str = PurePosixPath(fs_path).as_posix()
-        self.read_only = read_only
-        if not read_only:
-            self._create_marker()
-            self.check_storage_marker()
+        self._create_marker()
+        self.check_storage_marker()
 
     def __repr__(self) -> str:
         return (

@@ -143,24 +143,33 @@ def name_in_run_folder(checkpoint, storage) -> str:
 
 
 def stage_checkpoint(checkpoint, storage, staging: str, move: bool) -> None:
-    """Copy (or move) a rank's checkpoint files into the round's staging folder."""
+    """Copy a rank's checkpoint files into the round's staging folder; with `move`
+    (delete_local_checkpoint_after_upload) the local folder is gone afterwards. A symbolic
+    link is staged as what it points to, as an upload reads it: a checkpoint holds no link."""
     fs = storage.storage_filesystem
     src_fs, src = checkpoint.filesystem, checkpoint.path
-    if fs_utils.is_local(fs) and fs_utils.is_local(src_fs):
+    local_src = fs_utils.is_local(src_fs)
+    if fs_utils.is_local(fs) and local_src:
         os.makedirs(staging, exist_ok=True)
-        if move:
+        if move and not _holds_links(src):
             for name in os.listdir(src):
                 target = os.path.join(staging, name)
                 if os.path.isdir(target) and not os.path.islink(target):
                     shutil.copytree(os.path.join(src, name), target, dirs_exist_ok=True)
                 else:
                     os.replace(os.path.join(src, name), target)
-            shutil.rmtree(src, ignore_errors=True)
         else:
             shutil.copytree(src, staging, dirs_exist_ok=True)
-        return
-    fs.create_dir(staging, recursive=True)
-    fs_utils.copy_tree(src_fs, src, fs, staging)
+    else:
+        fs.create_dir(staging, recursive=True)
+        fs_utils.copy_tree(src_fs, src, fs, staging)
+    if move and local_src:
+        shutil.rmtree(src, ignore_errors=True)
+
+
+def _holds_links(folder: str) -> bool:
+    return any(os.path.islink(os.path.join(root, name))
+               for root, dirs, files in os.walk(folder) for name in dirs + files)
 
 
 def stage_nothing(storage, staging: str) -> None:

@@ -68,13 +68,6 @@ def test_unwritable_path_error_keeps_the_class_and_explains(tmp_path):
     assert "writable" in str(info.value) or "can create" in str(info.value)
 
 
-def test_read_only_writes_nothing(tmp_path):
-    storage = StorageContext(str(tmp_path), "r", read_only=True)
-    assert not (tmp_path / "r").exists()
-    with pytest.raises(RuntimeError, match="Unable to set up cluster storage"):
-        storage.check_storage_marker()
-
-
 def test_default_checkpoint_dir_name_format():
     name = StorageContext.make_default_checkpoint_dir_name()
     assert re.fullmatch(r"checkpoint_\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d\.\d{6}", name)
