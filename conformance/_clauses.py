@@ -455,7 +455,8 @@ ALL = [
     C("resume.corrupt-snapshot", "MUST", "A corrupt snapshot stops the resumed fit() before training",
       "When the run folder's checkpoint_manager_snapshot.json is not a snapshot (not JSON; "
       "a field missing or not of its type: checkpoint_results not a list, an entry without "
-      "metrics, a report index that is not an integer, validated_checkpoint_dir_names not "
+      "metrics, a report index or current_report_index that is not an integer, "
+      "validated_checkpoint_dir_names not a list of "
       "strings; checkpoint_report_indices not one per checkpoint; pending_validation_specs "
       "not one per pending result; latest_checkpoint_result or a pending result naming a "
       "folder checkpoint_results does not list), fit() with that name raises before any "

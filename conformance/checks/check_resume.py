@@ -63,6 +63,11 @@ def check_a_failed_snapshot_write_keeps_the_last_registered_checkpoint(impl):
     setting = f"{r1.setting}, storage_filesystem failing the snapshot that names 'doomed-2'"
     assertions.failed(r1.outcome, t.ControllerError, setting)
     run_dir = os.path.join(storage, name)
+    files = sorted(n for n in os.listdir(run_dir)
+                   if not os.path.isdir(os.path.join(run_dir, n)))
+    assertions.equal(files, [".validate_storage_marker", "checkpoint_manager_snapshot.json"],
+                     "files (not folders) in the run folder after the failed snapshot write",
+                     setting)
     assertions.equal(sorted(os.listdir(os.path.join(run_dir, "ok-1"))), ["shard-0.json"],
                      "files of step 1's checkpoint (the latest registered) after the failed "
                      "registration that would have evicted it", setting)
@@ -111,6 +116,10 @@ def _corrupted(doc: dict, kind: str) -> str:
         doc["pending_training_results"] = [
             dict(doc["checkpoint_results"][0], checkpoint_dir_name="not-listed")]
         doc["pending_validation_specs"] = [True]
+    elif kind == "validated_checkpoint_dir_names is a string":
+        doc["validated_checkpoint_dir_names"] = "ckpt-0000"
+    elif kind == "current_report_index is a word":
+        doc["current_report_index"] = "many"
     elif kind == "checkpoint_results is an object":
         doc["checkpoint_results"] = {}
     return json.dumps(doc)
@@ -123,7 +132,9 @@ CORRUPTIONS = (
     "validated_checkpoint_dir_names holds an int", "an entry without metrics",
     "a pending_validation_specs entry without a pending result",
     "a pending result without a pending_validation_specs entry",
-    "a pending result naming an unlisted folder", "checkpoint_results is an object",
+    "a pending result naming an unlisted folder", "current_report_index is a word",
+    "validated_checkpoint_dir_names is a string",
+    "checkpoint_results is an object",
 )
 
 
