@@ -523,7 +523,8 @@ ALL = [
       "and best_checkpoints are Checkpoints on fs (to_directory() downloads their files), "
       "a second fit() with the same name resumes from the latest checkpoint, and a rank's "
       "local folder reported with delete_local_checkpoint_after_upload=True is deleted once "
-      "uploaded (the others stay).", STORAGE,
+      "uploaded (the others stay); a checkpoint_dir_name several folders deep "
+      "('epochs/0/e-0') is stored there and resumed from.", STORAGE,
       "RunConfig(storage_path='bucket/runs', storage_filesystem=pafs.S3FileSystem(...))",
       "Clusters keep checkpoints in object stores, where nothing can be renamed into place; "
       "what local disk proves says nothing about that path."),
@@ -533,7 +534,8 @@ ALL = [
       "is runs/<name>/ under the subtree's root and nothing is written elsewhere; its only "
       "folders are the retained checkpoints' (each holding the files every rank passed to "
       "that report), Result's checkpoints are Checkpoints on fs, and a second fit() with "
-      "the same name resumes from the latest checkpoint.", STORAGE,
+      "the same name resumes from the latest checkpoint, also from a checkpoint_dir_name "
+      "several folders deep ('epochs/0/e-0').", STORAGE,
       "RunConfig(storage_path='runs', storage_filesystem=pafs.SubTreeFileSystem(root, "
       "pafs.LocalFileSystem()))",
       "Teams wrap storage in their own pyarrow filesystems (a subtree, HDFS, a mount "

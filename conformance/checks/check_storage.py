@@ -147,3 +147,44 @@ def check_a_file_uri_storage_path_is_the_local_folder(impl):
                      "type of result.checkpoint.filesystem", setting)
     assertions.equal(sorted(os.listdir(latest.path)), ["shard-0.json", "shard-1.json"],
                      "files of result.checkpoint", setting)
+
+
+def _nested_name_on(impl, fs, storage: str, described: str) -> None:
+    """One report into checkpoint_dir_name 'epochs/0/e-0' (a folder two levels below folders
+    that do not exist yet) on `fs`, then a second fit() that resumes from it."""
+    folder, name = workspace(), "nested-name"
+    first = new_script(impl, folder, journal="first", steps=1, dir_names={0: "epochs/0/e-0"})
+    r1 = run(impl, first, num_workers=1, folder=folder, name=name, storage=storage,
+             storage_filesystem=fs)
+    setting = (f"{r1.setting}, storage_filesystem={described}, storage_path={storage!r}, "
+               "checkpoint_dir_name='epochs/0/e-0'")
+    result = assertions.succeeded(r1.outcome, setting)
+    files = _entries(fs, f"{storage}/{name}")
+    assertions.equal(sorted(k for k in files if k.startswith("epochs/")),
+                     ["epochs/0/e-0/shard-0.json"],
+                     "files under epochs/ in the run folder", setting)
+    assertions.equal(result.checkpoint.path.rstrip("/").endswith("/epochs/0/e-0"), True,
+                     f"result.checkpoint.path {result.checkpoint.path!r} ends with "
+                     "'/epochs/0/e-0'", setting)
+    second = new_script(impl, folder, journal="second", steps=2)
+    r2 = run(impl, second, num_workers=1, folder=folder, name=name, storage=storage,
+             storage_filesystem=fs)
+    setting2 = f"{r2.setting}, second fit() of name={name!r} on the same {described}"
+    assertions.succeeded(r2.outcome, setting2)
+    (start,) = r2.events("start")
+    assertions.equal((start["restored"] or {}).get("step"), 0,
+                     "step of get_checkpoint() at the start of the second fit()", setting2)
+
+
+@clause("report.object-store", "report.custom-filesystem")
+def check_a_nested_dir_name_on_other_filesystems(impl, s3):
+    import os
+
+    import pyarrow.fs as pafs
+
+    fs, bucket = s3
+    _nested_name_on(impl, fs, f"{bucket}/nested", "pyarrow S3FileSystem (moto on loopback)")
+    root = os.path.join(workspace(), "subtree-root")
+    os.makedirs(root)
+    _nested_name_on(impl, pafs.SubTreeFileSystem(root, pafs.LocalFileSystem()), "runs",
+                    f"pyarrow SubTreeFileSystem({root!r}, LocalFileSystem())")
