@@ -13,7 +13,11 @@ well-defined point of the worker's code, which is what makes a replayed plan rep
 
 Threads. Several threads may use the channel: one at a time reads the socket (`_reading`)
 with the condition released, the others wait on the condition and re-check what they wait
-for after each dispatch, so no frame is read by one thread and lost to another.
+for after each dispatch, so no frame is read by one thread and lost to another; sends are
+serialized by a lock. `recv(accept=...)` lets two threads split the messages by type (one
+serving calls while the other waits for replies); `recv(faults=False)` leaves an injected
+error to the worker's other channel calls, so a thread that only serves calls never takes
+the error meant for the thread running the worker's code.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import itertools
 import select
 import threading
 import time
+from typing import Callable
 
 from .._errors import ChannelClosed
 from .._wire import (
@@ -36,6 +41,7 @@ from .._wire import (
     FrameReader,
     dumps,
     loads,
+    message_type,
     pack_message,
     send_frame,
     unpack_message,
@@ -59,17 +65,27 @@ class WorkerChannel:
         self._injected: list[BaseException] = []
         self.preempt_deadline: float | None = None
 
-    def send(self, obj: object) -> None:
-        self.check_faults()
+    def send(self, obj: object, *, faults: bool = True) -> None:
+        if faults:
+            self.check_faults()
         payload = pack_message(obj)
         with self._send_lock:
             send_frame(self._sock, MSG, payload)
 
-    def recv(self, timeout: float | None = None) -> object:
+    def recv(self, timeout: float | None = None, *, accept: Callable[[str], bool] | None = None,
+             faults: bool = True) -> object:
         """The next message from the driver; TimeoutError after `timeout` seconds,
-        ChannelClosed once the driver has gone."""
-        take = lambda: self._frames.popleft() if self._frames else _NONE  # noqa: E731
-        return unpack_message(self._wait(take, timeout, "message"))
+        ChannelClosed once the driver has gone. `accept(type name)`: the first message whose
+        type it accepts (the others stay for other readers). `faults=False`: an injected
+        error is not raised here (it stays for the next call that raises it)."""
+        def take():
+            for i, payload in enumerate(self._frames):
+                if accept is None or accept(message_type(payload)):
+                    del self._frames[i]
+                    return payload
+            return _NONE
+
+        return unpack_message(self._wait(take, timeout, "message", faults))
 
     # -- faults ----------------------------------------------------------------------------
     def check_faults(self) -> None:
@@ -94,11 +110,12 @@ class WorkerChannel:
             raise build_error(verdict[1], f"{verdict[2]} (uploading {path})")
 
     # -- reading ---------------------------------------------------------------------------
-    def _wait(self, take, timeout: float | None, what: str):
+    def _wait(self, take, timeout: float | None, what: str, faults: bool = True):
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cv:
             while True:
-                self._raise_injected()
+                if faults:
+                    self._raise_injected()
                 item = take()
                 if item is not _NONE:
                     return item

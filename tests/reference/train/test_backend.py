@@ -147,13 +147,13 @@ def _rank1_fails_rank0_waits():
     t.report({"x": 1})
 
 
-def test_a_failed_group_runs_on_shutdown_and_ranks_still_training_answer_at_once(
-        tmp_path, caplog):
+def test_a_failed_group_runs_on_shutdown_on_the_ranks_still_training(tmp_path, caplog):
     with pytest.raises(t.WorkerGroupError):
         _fit(tmp_path, _rank1_fails_rank0_waits)
     (shutdown,) = [s for s in SEEN if s[0] == "on_shutdown"]
-    # rank 0 waits in report() for rank 1, rank 1 is gone: neither runs calls
-    assert shutdown[1] == ["RayActorError", "RayActorError"] and shutdown[2] < 5
+    # rank 0 waits in report() for rank 1 and answers (its worker serves calls beside the
+    # training function, as a Ray actor does); rank 1 is gone
+    assert shutdown[1] == [0, "RayActorError"] and shutdown[2] < 5
 
 
 def test_an_on_shutdown_error_fails_a_finished_run(tmp_path):

@@ -147,15 +147,17 @@ class Controller:
     def _on_controller_exception(self, exc: Exception):
         """An error of the controller's own work (a snapshot write that failed, a
         callback that raised) ends the run as in Ray's control loop: a TrainingFailedError
-        as it is, anything else as ControllerError, which no FailureConfig budget retries;
-        the attempt's workers are stopped without the backend's shutdown."""
+        as it is, anything else as ControllerError, which no FailureConfig budget retries.
+        The attempt's group is shut down as Ray's TrainController._shutdown does it, with the
+        backend's on_shutdown (an error it raises is logged: the run has failed already)."""
         from reference.train._exceptions import TrainingFailedError
 
         reason = f"controller error: {type(exc).__name__}: {_one_line(str(exc))}"
         if not isinstance(exc, TrainingFailedError):
             logger.exception("Error in control loop iteration: %s", exc)
             exc = self._controller_error(exc)
-        self._shutdown_group()
+        if isinstance(self.state, S.Running):
+            self._end_attempt(self.state)
         return S.Errored(exc), reason
 
     def run(self):

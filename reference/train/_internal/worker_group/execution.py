@@ -13,7 +13,8 @@ How a function gets to a worker is the group's business: a `Worker` holds a `sub
 callable that takes the cloudpickled `(fn, args, kwargs)` and returns a
 `concurrent.futures.Future`, resolved with the value, or failed with RayTaskError (the
 function raised) or RayActorError (the worker is gone). Functions sent to one worker run one
-at a time, in the order sent, in the worker's main thread, with its TrainContext set.
+at a time, in the order sent, with its TrainContext set: in the worker's main thread before
+its training function starts, then in a thread beside it (worker.py: `_ServingCalls`).
 """
 
 from __future__ import annotations

@@ -12,10 +12,10 @@ next attempt.
 Backend hooks (reference/train/backend.py) run in `start`, between the workers' start and
 their training function, through an `ExecutionGroup` whose calls travel as `Execute`
 messages and come back as `Executed`; a worker that exits fails its pending calls with
-RayActorError. Once a rank is past its training function it sends `Finished` and serves
-calls again, so `shutdown` runs the backend's on_shutdown on it. Ranks still inside the
-training function (a failed attempt) do not read calls: calls to them fail at once with
-RayActorError, and they are killed.
+RayActorError. A worker serves calls while its training function runs too (a thread of its
+own, as a Ray actor serves calls beside its training thread), so `shutdown` runs the
+backend's on_shutdown on every live rank: one past its training function (it sent
+`Finished`) is then stopped, one still inside it (a failed attempt) is killed.
 
 Hazard: a worker's socket can close (it was SIGKILLed) a moment before simcluster holds its
 exit as final, so a send to a worker whose `exit` is still None can raise ChannelClosed.
@@ -114,11 +114,6 @@ class SimclusterGroup(WorkerGroup):
         handle = self.workers.get(rank)
         if handle is None or handle.exit is not None or self.closed:
             future.set_exception(RayActorError(f"the worker of rank {rank} is gone"))
-            return future
-        if self.training and rank not in self.finished:
-            future.set_exception(RayActorError(
-                f"the worker of rank {rank} is still running the training function; it is "
-                "stopped with its group"))
             return future
         with self._lock:
             call = next(self._calls)

@@ -37,6 +37,7 @@ import logging
 import os
 import posixpath
 import shutil
+import threading
 from typing import Any
 
 import cloudpickle
@@ -409,16 +410,58 @@ class _TaggedChannel:
     def __init__(self, group_id: str, channel):
         self.group_id, self.channel = group_id, channel
 
+    def send(self, obj, **options) -> None:
+        self.channel.send((self.group_id, obj), **options)
+
+    def recv(self, timeout: float | None = None, **options):
+        return self.channel.recv(timeout, **options)
+
+
+def _is_call(type_name: str) -> bool:
+    return type_name == Execute.__name__
+
+
+def _not_a_call(type_name: str) -> bool:
+    return type_name != Execute.__name__
+
+
+class _ServingCalls:
+    """The training thread's channel while a thread of its own serves the backend's calls.
+
+    In Ray the training function runs in a thread of the worker actor, which goes on serving
+    method calls meanwhile: a backend's on_shutdown reaches a rank whose function has not
+    returned (the controller failed, a peer died). Here the function runs on the worker's
+    main thread and `_serve` runs the `Execute` calls on another, one at a time in the order
+    sent. simcluster's WorkerChannel splits the messages by type (`accept`) and sends under a
+    lock; the serving thread leaves injected faults (`faults=False`) to the training thread,
+    and a closed channel reaches the training thread at its next send or recv."""
+
+    def __init__(self, channel):
+        self.channel = channel
+        threading.Thread(target=self._serve, name="train-worker-calls", daemon=True).start()
+
     def send(self, obj) -> None:
-        self.channel.send((self.group_id, obj))
+        self.channel.send(obj)
 
     def recv(self, timeout: float | None = None):
-        return self.channel.recv(timeout)
+        return self.channel.recv(timeout, accept=_not_a_call)
+
+    def _serve(self) -> None:
+        try:
+            while True:
+                call = self.channel.recv(accept=_is_call, faults=False)
+                self.channel.send(Executed(call.call, run_call(call.blob)), faults=False)
+        except ChannelClosed:
+            return  # the driver is gone
+        except BaseException:  # e.g. a call's SystemExit: as a Ray actor, the worker exits
+            logging.getLogger(__name__).exception("A call ended the worker's call thread")
+            os._exit(1)
 
 
 def worker_main(boot: WorkerBoot, channel):
     """One rank's life: serve the backend's setup calls, run the training function when
-    told to, report its value, serve the backend's shutdown calls, return when stopped.
+    told to (serving the backend's calls beside it, `_ServingCalls`), report its value,
+    return when stopped.
 
     The training function's exception is the worker's outcome (the cluster carries it
     back to the controller); its value is sent as `Finished`, so the worker stays up for
@@ -434,10 +477,11 @@ def worker_main(boot: WorkerBoot, channel):
             return None  # the group was torn down during setup
         if not isinstance(message, StartTraining):
             return None  # Stop: the backend failed to set up on another rank
+        session.channel = _ServingCalls(channel)
         value = cloudpickle.loads(boot.spec.train_fn)()
-        channel.send(Finished(boot.context.world_rank, value))
+        session.channel.send(Finished(boot.context.world_rank, value))
         try:
-            while not isinstance(serve_calls(session), Stop):
+            while not isinstance(session.recv(), Stop):
                 pass
         except ChannelClosed:
             pass

@@ -231,6 +231,21 @@ def test_an_abort_shuts_the_group_down_without_the_backend():
     assert isinstance(c.state, S.Aborted) and factory.groups[0].graceful is False
 
 
+def test_a_controller_error_shuts_the_group_down_with_the_backend_keeping_its_error(caplog):
+    # as Ray's TrainController._shutdown: on_shutdown runs; its own error is only logged
+    def commit(attempt, index, name, metrics):
+        raise OSError(28, "No space left on device")
+
+    c, factory, _ = make([[Report(0, 0, {}, True, "a"), Report(1, 0, {}, True, "a")]],
+                         commit=commit)
+    c.step(), c.step()
+    factory.groups[0].shutdown_error = RuntimeError("tracker would not stop")
+    final = c.run()
+    assert isinstance(final, S.Errored) and isinstance(final.error.controller_failure, OSError)
+    assert factory.groups[0].graceful is True
+    assert "tracker would not stop" in caplog.text
+
+
 def test_preemption_is_charged_to_its_own_budget():
     c, _, _ = make([[Failed(0, signal=9, preempted=True), Failed(1, signal=9, preempted=True)],
                     [Finished(0, 0), Finished(1, 0)]], max_failures=0)
