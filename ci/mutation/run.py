@@ -152,8 +152,11 @@ def relist_changed(target: Target, db_path: Path) -> list[str]:
 def restore_from_report(target: Target, db_path: Path, report: Path) -> tuple[int, int]:
     """A new session of today's code whose verdicts come from a report this runner wrote
     (the session database is not kept in git; the report is): a mutant keeps its verdict
-    where its file, operator, occurrence, line and unmutated line are the report's; every
-    other mutant is pending. Returns (verdicts restored, mutants listed)."""
+    where its file, operator, occurrence, line and unmutated line are the report's, or
+    where only its line moved: its line's text is unchanged and that file holds as many
+    mutants of that operator on lines of that text as the report did (the k-th of them,
+    in line order, takes the report's k-th verdict). Every other mutant is pending.
+    Returns (verdicts restored, mutants listed)."""
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
 
     data = json.loads(report.read_text())
@@ -161,17 +164,27 @@ def restore_from_report(target: Target, db_path: Path, report: Path) -> tuple[in
         raise SystemExit(f"--from-report: {report} is the report of "
                          f"{data.get('target')!r}, not of {target.name!r}")
     rows = {(r["file"], r["operator"], r["occurrence"]): r for r in data["mutants"]}
+    old_by_text = _by_text((r["file"], r["operator"], r["text"], r["line"], r["occurrence"], r)
+                           for r in data["mutants"])
     db = open_session(target, db_path, resume=False)
     restored = listed = 0
     try:
         judged = {job for job, _ in db.results}  # the excluded operators' skipped
-        for item in db.work_items:
+        items = list(db.work_items)
+        here, counts = {}, {}
+        for key, group in _by_text(_text_key(i) + (i,) for i in items).items():
+            here.update({i.job_id: (key, k) for k, i in enumerate(group)})
+            counts[key] = len(group)
+        for item in items:
             listed += 1
             spec = item.mutations[0]
             file, line = str(spec.module_path), spec.start_pos[0]
             row = rows.get((file, spec.operator_name, spec.occurrence))
-            if item.job_id in judged or row is None or row["line"] != line or \
-                    row["text"] != source_line(file, line):
+            if row is None or row["line"] != line or row["text"] != source_line(file, line):
+                key, k = here[item.job_id]
+                moved = old_by_text.get(key, [])
+                row = moved[k] if len(moved) == counts[key] else None
+            if item.job_id in judged or row is None:
                 continue
             status = row["status"]
             if status in ("killed", "timeout", "survived", "unobservable"):
@@ -191,6 +204,22 @@ def restore_from_report(target: Target, db_path: Path, report: Path) -> tuple[in
     finally:
         db.close()
     return restored, listed
+
+
+def _text_key(item) -> tuple:
+    spec = item.mutations[0]
+    file, line = str(spec.module_path), spec.start_pos[0]
+    return file, spec.operator_name, source_line(file, line), line, spec.occurrence
+
+
+def _by_text(entries) -> dict[tuple, list]:
+    """(file, operator, line text) -> the entries' payloads in (line, occurrence) order;
+    entries are (file, operator, text, line, occurrence, payload)."""
+    groups: dict[tuple, list] = {}
+    for file, operator, text, line, occurrence, payload in entries:
+        groups.setdefault((file, operator, text), []).append((line, occurrence, payload))
+    return {key: [p for _, _, p in sorted(group, key=lambda g: g[:2])]
+            for key, group in groups.items()}
 
 
 def file_digests(target: Target) -> dict[str, str]:

@@ -288,7 +288,7 @@ def test_stopping_the_runner_kills_the_judge_running_and_starts_none(tmp_path, m
         run.run_judge(hang, tmp_path, timeout_s=50)
 
 
-def test_a_session_restored_from_its_report_keeps_only_unchanged_mutants_verdicts(
+def test_a_session_restored_from_its_report_keeps_the_verdicts_of_unchanged_lines(
         tmp_path, monkeypatch):
     monkeypatch.setattr(run, "ROOT", tmp_path)
     (tmp_path / "toy.py").write_text(TOY)
@@ -313,10 +313,13 @@ def test_a_session_restored_from_its_report_keeps_only_unchanged_mutants_verdict
         db.close()
     run.write_report(target, rows, None, tmp_path / "out")
     db_path.unlink()  # a new clone: the report, no session
+    # a new first line moves toy's mutants, whose lines are unchanged: they keep their
+    # verdicts; other.py's one line is changed: its mutants are judged again
     (tmp_path / "toy.py").write_text("# a new first line moves every mutant\n" + TOY)
+    (tmp_path / "other.py").write_text("def f(x):\n    return x - 1\n")
     restored, listed = run.restore_from_report(target, db_path, tmp_path / "out" / "toy.json")
-    other = [k for k in verdicts if k[0] == "other.py"]
-    assert other and restored == len(other)
+    toy = [k for k in verdicts if k[0] == "toy.py"]
+    assert toy and restored == len(toy)
     db = run.open_session(target, db_path, resume=True)
     try:
         assert len(list(db.work_items)) == listed
@@ -327,13 +330,14 @@ def test_a_session_restored_from_its_report_keeps_only_unchanged_mutants_verdict
             result = results.get(it.job_id)
             if spec.operator_name == "core/NumberReplacer":
                 assert result.worker_outcome == WorkerOutcome.SKIPPED
-            elif key[0] == "toy.py":  # changed: judged again
+            elif key[0] == "other.py":  # changed: judged again
                 assert result is None
             else:
                 assert result.test_outcome.value == verdicts[key]
         rows = run.classify([(i, results.get(i.job_id)) for i in db.work_items], [])
-        assert {r["change"] for r in rows if r["file"] == "other.py" and
+        assert {r["change"] for r in rows if r["file"] == "toy.py" and
                 r["status"] in ("killed", "survived")} == {"changed"}
+        assert {r["line"] for r in rows if r["file"] == "toy.py"} == {3}  # moved from 2
     finally:
         db.close()
     with pytest.raises(SystemExit, match="not of 'other'"):
