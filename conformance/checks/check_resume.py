@@ -138,6 +138,22 @@ CORRUPTIONS = (
 )
 
 
+def _second_fit_refused(impl, folder: str, name: str, journal: str, snapshot_path: str,
+                        snapshot: str, why: str) -> str:
+    """A second fit() of `name` must fail before any worker runs the training function and
+    leave the snapshot as `snapshot`; returns the setting it ran in."""
+    second = new_script(impl, folder, journal=journal, steps=4)
+    r2 = run(impl, second, num_workers=1, folder=folder, name=name)
+    setting = f"{r2.setting}, second fit() of name={name!r} {why}"
+    assertions.equal(r2.outcome.ok, False, "fit() failed", setting)
+    assertions.equal(len(r2.events("start")), 0,
+                     "workers that started the training function", setting)
+    with open(snapshot_path) as f:
+        assertions.equal(f.read() == snapshot, True, "the snapshot is left as it was",
+                         setting)
+    return setting
+
+
 @clause("resume.corrupt-snapshot")
 def check_a_corrupt_snapshot_stops_the_resumed_fit_before_training(impl):
     import os
@@ -153,15 +169,8 @@ def check_a_corrupt_snapshot_stops_the_resumed_fit_before_training(impl):
         text = _corrupted(json.loads(good), kind)
         with open(path, "w") as f:
             f.write(text)
-        second = new_script(impl, folder, journal=f"second-{i}", steps=3)
-        r2 = run(impl, second, num_workers=1, folder=folder, name=name)
-        setting = f"{r2.setting}, second fit() of name={name!r} after its snapshot got {kind}"
-        assertions.equal(r2.outcome.ok, False, "fit() failed", setting)
-        assertions.equal(len(r2.events("start")), 0,
-                         "workers that started the training function", setting)
-        with open(path) as f:
-            assertions.equal(f.read() == text, True, "the snapshot is left as it was",
-                             setting)
+        setting = _second_fit_refused(impl, folder, name, f"second-{i}", path, text,
+                                      f"after its snapshot got {kind}")
         try:
             impl.train.Result.from_path(r1.run_dir)
         except Exception:  # noqa: BLE001 - the contract fixes no class
@@ -188,15 +197,8 @@ def check_a_listed_folder_gone_stops_the_resumed_fit_before_training(impl):
     with open(path) as f:
         snapshot = f.read()
     shutil.rmtree(os.path.join(r1.run_dir, "ckpt-0000"))  # not the latest checkpoint
-    second = new_script(impl, folder, journal="second", steps=4)
-    r2 = run(impl, second, num_workers=1, folder=folder, name=name)
-    setting = (f"{r2.setting}, second fit() of name={name!r} after the folder ckpt-0000 its "
-               "snapshot lists was deleted")
-    assertions.equal(r2.outcome.ok, False, "fit() failed", setting)
-    assertions.equal(len(r2.events("start")), 0,
-                     "workers that started the training function", setting)
-    with open(path) as f:
-        assertions.equal(f.read() == snapshot, True, "the snapshot is left as it was", setting)
+    setting = _second_fit_refused(impl, folder, name, "second", path, snapshot,
+                                  "after the folder ckpt-0000 its snapshot lists was deleted")
     assertions.equal(sorted(os.listdir(r1.run_dir)),
                      sorted([".validate_storage_marker", "checkpoint_manager_snapshot.json",
                              "ckpt-0001", "ckpt-0002"]),
