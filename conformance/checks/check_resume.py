@@ -138,6 +138,19 @@ CORRUPTIONS = (
 )
 
 
+def _finished_run(impl, folder: str, name: str, steps: int):
+    """A 1-worker run of `steps` checkpointed steps that succeeded: (run, the path of its
+    snapshot, the snapshot's text)."""
+    import os
+
+    first = new_script(impl, folder, journal="first", steps=steps)
+    r1 = run(impl, first, num_workers=1, folder=folder, name=name)
+    assertions.succeeded(r1.outcome, r1.setting)
+    path = os.path.join(r1.run_dir, "checkpoint_manager_snapshot.json")
+    with open(path) as f:
+        return r1, path, f.read()
+
+
 def _second_fit_refused(impl, folder: str, name: str, journal: str, snapshot_path: str,
                         snapshot: str, why: str) -> str:
     """A second fit() of `name` must fail before any worker runs the training function and
@@ -156,15 +169,9 @@ def _second_fit_refused(impl, folder: str, name: str, journal: str, snapshot_pat
 
 @clause("resume.corrupt-snapshot")
 def check_a_corrupt_snapshot_stops_the_resumed_fit_before_training(impl):
-    import os
 
     folder, name = workspace(), "corrupt"
-    first = new_script(impl, folder, journal="first", steps=2)
-    r1 = run(impl, first, num_workers=1, folder=folder, name=name)
-    assertions.succeeded(r1.outcome, r1.setting)
-    path = os.path.join(r1.run_dir, "checkpoint_manager_snapshot.json")
-    with open(path) as f:
-        good = f.read()
+    r1, path, good = _finished_run(impl, folder, name, steps=2)
     for i, kind in enumerate(CORRUPTIONS):
         text = _corrupted(json.loads(good), kind)
         with open(path, "w") as f:
@@ -190,12 +197,7 @@ def check_a_listed_folder_gone_stops_the_resumed_fit_before_training(impl):
     import pytest
 
     folder, name = workspace(), "missing-folder"
-    first = new_script(impl, folder, journal="first", steps=3)
-    r1 = run(impl, first, num_workers=1, folder=folder, name=name)
-    assertions.succeeded(r1.outcome, r1.setting)
-    path = os.path.join(r1.run_dir, "checkpoint_manager_snapshot.json")
-    with open(path) as f:
-        snapshot = f.read()
+    r1, path, snapshot = _finished_run(impl, folder, name, steps=3)
     shutil.rmtree(os.path.join(r1.run_dir, "ckpt-0000"))  # not the latest checkpoint
     setting = _second_fit_refused(impl, folder, name, "second", path, snapshot,
                                   "after the folder ckpt-0000 its snapshot lists was deleted")
