@@ -259,9 +259,29 @@ ALL = [
       "report(metrics, checkpoint=c, checkpoint_upload_mode=CheckpointUploadMode.NO_UPLOAD) "
       "with c a folder inside the run folder registers that folder in place (nothing is "
       "copied; checkpoint_dir_name is not used), and get_checkpoint() on the reporting rank "
-      "is then c itself, the very object passed to report().", WORKER_CTX,
+      "is then c itself, the very object passed to report(). A folder outside the run "
+      "folder makes report() raise ValueError (nothing is registered).", WORKER_CTX,
       "c = Checkpoint.from_directory(<run folder>/inplace-4); report(m, checkpoint=c, "
       "checkpoint_upload_mode=NO_UPLOAD); get_checkpoint() is c"),
+    C("report.validated-timeout", "MUST", "get_all_reported_checkpoints waits for validations, at most timeout_s",
+      "While a checkpoint's validation is pending, get_all_reported_checkpoints() "
+      "(consistency_mode VALIDATED, the default) returns once it settled, listing the "
+      "checkpoint as VALIDATED; with timeout_s=t it returns after t seconds (not sooner) "
+      "listing it as PENDING_VALIDATION; with CheckpointConsistencyMode.COMMITTED it "
+      "returns without waiting, listing it as PENDING_VALIDATION.", FN,
+      "validation takes 6 s; get_all_reported_checkpoints(timeout_s=1.5) -> after 1.5 s, "
+      "[PENDING_VALIDATION]; get_all_reported_checkpoints() -> [VALIDATED]",
+      "A training loop that hands validated checkpoints to a tracker must neither block "
+      "past its budget nor take a pending checkpoint for a validated one."),
+    C("report.delete-local", "MUST", "delete_local_checkpoint_after_upload deletes only after a whole upload",
+      "report(..., delete_local_checkpoint_after_upload=True) stores every rank's files "
+      "(subfolders of the same name merged) exactly as without it, and the local folders "
+      "are gone when report() returns; with the default (False) the local folder keeps "
+      "all its files.", FN,
+      "ranks pass more/a-<r>.json with delete_local...=True -> <run>/ckpt/more holds "
+      "a-0.json and a-1.json; the local folders are gone",
+      "Moving instead of copying saves disk on the node; it must never lose a file nor "
+      "take one the user kept."),
     C("report.dir-name-length", "SHOULD", "An over-long checkpoint_dir_name fails on the reporting rank",
       "A checkpoint_dir_name with a path component longer than the run folder's file system "
       "allows (255 bytes on common local file systems) makes report() raise ValueError on "
@@ -1382,7 +1402,8 @@ ALL = [
     C("data.shard-barrier", "MUST", "get_dataset_shard of a split dataset waits for rank 0",
       "get_dataset_shard(name) of a split dataset is a barrier: on a rank other than 0 it "
       "returns only after rank 0 has called get_dataset_shard(name) for that dataset (rank 0 "
-      "builds the split for all ranks).",
+      "builds the split for all ranks). Rank 0 does not wait for the others: it may get "
+      "its shard and go on (e.g. report) before another rank asks for its own.",
       "python/ray/train/v2/_internal/data_integration/dataset_manager.py:"
       "DatasetManager._get_sharded_dataset_iterator",
       "rank 0 calls 1.5 s after rank 1; rank 1's call returns after rank 0's call began",

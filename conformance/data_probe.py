@@ -13,6 +13,8 @@ pass over it yielded; `config["mode"]` picks the run:
 - "restart" (a DataParallelTrainer with FailureConfig(max_failures=1), the default
   DataConfig, "train" given as a callable `MakeDataset`): every rank reads both shards;
   on attempt 0 rank 0 then raises, once every rank has journaled its rows;
+- "order" (a 2-worker DataParallelTrainer, the default DataConfig): rank 0 gets its "train"
+  shard and reports before rank 1 asks for its own; rank 1 reports first, then gets it;
 - "local" (num_workers=0): what `get_dataset_shard` returns in local mode for each name
   in `config["names"]`, for an unknown name and for no name.
 
@@ -86,7 +88,7 @@ def data_probe(config: dict) -> None:
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
     attempt = journal.next_attempt(rank)
     journal.record(ev="data_start", rank=rank, world=world, attempt=attempt, pid=os.getpid())
-    {"main": _main, "restart": _restart, "local": _local}[config["mode"]](
+    {"main": _main, "restart": _restart, "local": _local, "order": _order}[config["mode"]](
         train, data, journal, rank, world, attempt, config)
 
 
@@ -159,6 +161,20 @@ def _restart(train, data, journal: Journal, rank: int, world: int, attempt: int,
                                                 and e["attempt"] == 0})
         journal.record(ev="raise", rank=rank, attempt=attempt)
         raise InjectedFault("data_probe: rank 0 raises on attempt 0 after reading its shards")
+
+
+# ------------------------------------------------------------------------ order
+def _order(train, data, journal: Journal, rank: int, world: int, attempt: int,
+           config: dict) -> None:
+    if rank == 0:
+        shard = train.get_dataset_shard("train")
+        journal.record(ev="opened", rank=rank)
+        train.report({"rank": rank})
+    else:
+        _wait(journal, lambda evs: any(e.get("ev") == "opened" for e in evs))
+        train.report({"rank": rank})
+        shard = train.get_dataset_shard("train")
+    journal.record(ev="order_rows", rank=rank, ids=_ids(shard.iter_rows()))
 
 
 # ------------------------------------------------------------------------ local

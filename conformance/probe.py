@@ -630,3 +630,48 @@ def recorded_calls(path: str) -> list[dict]:
         return []
     with open(path) as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def _one_file_checkpoint(train, folder: str, name: str = "shard-0.json"):
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, name), "w") as f:
+        json.dump({"step": 0}, f)
+    return train.Checkpoint.from_directory(folder)
+
+
+def no_upload_probe(config: dict) -> dict:
+    """A one-worker training function: report with NO_UPLOAD a folder outside the run
+    folder; returns {"outside": the type name of what that report raised (None: none)}."""
+    train = importlib.import_module(config["train"])
+    outside = _one_file_checkpoint(train, tempfile.mkdtemp(prefix="trainspec-outside-"))
+    try:
+        train.report({"step": 0}, checkpoint=outside,
+                     checkpoint_upload_mode=train.CheckpointUploadMode.NO_UPLOAD)
+    except Exception as exc:  # noqa: BLE001 - what was raised is the observation
+        return {"outside": type(exc).__name__}
+    return {"outside": None}
+
+
+def slow_validation(checkpoint, seconds: float) -> dict:
+    """A ValidationConfig function that takes `seconds`."""
+    time.sleep(seconds)
+    return {"val": 1.0}
+
+
+def validation_wait_probe(config: dict) -> dict:
+    """A one-worker training function: report a checkpoint with validation=True (the
+    validation takes longer than the waits below), then call get_all_reported_checkpoints
+    with COMMITTED, with timeout_s=config["timeout_s"], and with the defaults; returns
+    {label: [seconds the call took, [status names listed]]}."""
+    train = importlib.import_module(config["train"])
+    checkpoint = _one_file_checkpoint(train, tempfile.mkdtemp(prefix="trainspec-val-"))
+    train.report({"step": 0}, checkpoint=checkpoint, validation=True)
+    out = {}
+    for label, kwargs in (
+            ("committed", {"consistency_mode": train.CheckpointConsistencyMode.COMMITTED}),
+            ("timeout", {"timeout_s": config["timeout_s"]}),
+            ("validated", {})):
+        start = time.monotonic()
+        listed = train.get_all_reported_checkpoints(**kwargs)
+        out[label] = [time.monotonic() - start, [r.status.name for r in listed]]
+    return out

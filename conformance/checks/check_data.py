@@ -1,7 +1,7 @@
 """Ray Data as Train uses it (clauses `data.*`).
 
 The training function is `conformance.data_probe.data_probe`; every dataset row has an `id`
-column, unique in its dataset, so what each rank read is a set of ids. Four fits:
+column, unique in its dataset, so what each rank read is a set of ids. Five fits:
 
 - "main": TorchTrainer(num_workers=2), datasets {"train": from_items(21 rows), "valid":
   from_items(6 rows)}, DataConfig(datasets_to_split=["train"]); rank 0 enters
@@ -10,6 +10,8 @@ column, unique in its dataset, so what each rank read is a set of ids. Four fits
 - "restart": DataParallelTrainer(num_workers=2), FailureConfig(max_failures=1), the default
   DataConfig, {"train": a callable building from_items(23 rows), "eval": range(11)}; rank
   0 raises on attempt 0 once every rank has read its shards;
+- "order": DataParallelTrainer(num_workers=2), {"train": from_items(10 rows)}; rank 0 gets its
+  shard and reports before rank 1 asks for its own;
 - "local" and "local-none": num_workers=0 with two datasets (one a callable) and with none.
 """
 
@@ -27,6 +29,7 @@ from conformance.scenarios import TrainerFactory, shared, workspace
 
 MAIN = {"workers": 2, "train": 21, "valid": 6}
 RESTART = {"workers": 2, "train": 23, "eval": 11}
+ORDER_ROWS = 10  # even: the default DataConfig splits equally, dropping a remainder
 LOCAL = {"train": 7, "lazy": 5, "lazy_first": 500}
 VALID_FIRST = 1000
 TYPE_ERROR = ("`datasets_to_split` should be a 'all' or a list of strings of dataset names. "
@@ -270,6 +273,21 @@ def check_shard_barrier(impl):
                 f"rank {rank}: get_dataset_shard('train') returned {zero - e['returned']:.3f}s "
                 f"before rank 0 called it (rank {rank} called {lead:.3f}s before rank 0), "
                 f"expected it to wait for rank 0 [{setting}]")
+
+
+@clause("data.shard-barrier")
+def check_rank0_never_waits_for_the_others(impl):
+    d = impl.data
+    outcome, journal = _fit(impl, "order", impl.DataParallelTrainer, 2,
+                            lambda j: {"train": d.from_items(data_probe.items(ORDER_ROWS))})
+    setting = (f"{impl.name}: DataParallelTrainer(num_workers=2), datasets {{'train': "
+               f"from_items({ORDER_ROWS} rows)}}; rank 0 calls get_dataset_shard('train') and "
+               "then report(); rank 1 calls report() and then get_dataset_shard('train')")
+    assertions.succeeded(outcome, setting)
+    rows = _by_rank(journal, "order_rows")
+    ids = sorted(i for rank in (0, 1) for i in rows[rank]["ids"])
+    assertions.equal(ids, list(range(ORDER_ROWS)),
+                     "the ids ranks 0 and 1 read, together (each row once)", setting)
 
 
 @clause("data.shard-cached")

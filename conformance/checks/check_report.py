@@ -67,8 +67,6 @@ def check_checkpoints_of_ranks_merge_under_rank0_name(impl):
 
 @clause("report.same-name")
 def check_a_report_into_an_earlier_checkpoints_folder_merges(impl):
-    import json
-
     from conformance.scenarios import new_script, run, workspace
 
     folder = workspace()
@@ -80,17 +78,50 @@ def check_a_report_into_an_earlier_checkpoints_folder_merges(impl):
                "(rank 0 alone); each rank writes shard-<r>.json, more/a-<r>.json and "
                "more/b-<r>.json")
     assertions.succeeded(r.outcome, setting)
-    same = os.path.join(r.run_dir, "same")
-    found = {}
-    for root, _, files in os.walk(same):
-        for name in files:
-            path = os.path.join(root, name)
-            with open(path) as f:
-                found[os.path.relpath(path, same)] = json.load(f)["step"]
+    found = _written_steps(os.path.join(r.run_dir, "same"))
     expected = {"shard-0.json": 1, "more/a-0.json": 1, "more/b-0.json": 1,
                 "shard-1.json": 0, "more/a-1.json": 0, "more/b-1.json": 0}
     assertions.equal(found, expected, "{file: step it was written at} in the folder 'same'",
                      setting)
+
+
+def _written_steps(root: str) -> dict:
+    """{relative path: the step its probe file was written at} of every file under root."""
+    import json
+
+    found = {}
+    for folder, _, files in os.walk(root):
+        for name in files:
+            path = os.path.join(folder, name)
+            with open(path) as f:
+                found[os.path.relpath(path, root)] = json.load(f)["step"]
+    return found
+
+
+@clause("report.delete-local")
+def check_delete_local_moves_every_ranks_files(impl):
+    folder = workspace()
+    script = new_script(impl, folder, steps=2, nested=True, delete_local=(1,))
+    r = run(impl, script, num_workers=2, folder=folder)
+    setting = (f"{r.setting}, every rank passes a local folder holding shard-<r>.json, "
+               "more/a-<r>.json and more/b-<r>.json at steps 0 and 1; step 1 reports with "
+               "delete_local_checkpoint_after_upload=True")
+    assertions.succeeded(r.outcome, setting)
+    files = {rank: [f"shard-{rank}.json", f"more/a-{rank}.json", f"more/b-{rank}.json"]
+             for rank in (0, 1)}
+    for step in (0, 1):
+        assertions.equal(_written_steps(os.path.join(r.run_dir, f"ckpt-{step:04d}")),
+                         {name: step for rank in (0, 1) for name in files[rank]},
+                         f"{{file: step it was written at}} in ckpt-{step:04d}", setting)
+    for rank in (0, 1):
+        kept = os.path.join(script.journal_dir, "local", f"a0-r{rank}-s0")
+        assertions.equal(sorted(_written_steps(kept)), sorted(files[rank]),
+                         f"rank {rank}'s local folder of step 0 (uploaded without deletion)",
+                         setting)
+        gone = os.path.join(script.journal_dir, "local", f"a0-r{rank}-s1")
+        assertions.equal(os.path.exists(gone), False,
+                         f"rank {rank}'s local folder of step 1 exists after its upload",
+                         setting)
 
 
 @clause("report.same-name", "checkpoint.round-trip")

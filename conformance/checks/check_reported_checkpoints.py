@@ -15,7 +15,8 @@ import os
 
 from conformance import assertions
 from conformance.catalogue import clause
-from conformance.scenarios import new_script, run, shared, workspace
+from conformance.probe import no_upload_probe
+from conformance.scenarios import TrainerFactory, new_script, run, shared, workspace
 
 NUM_TO_KEEP = 2
 CHECKPOINTED = {0: "ckpt-0000", 2: "ckpt-0002", 3: "ckpt-0003", 4: "inplace-0004"}
@@ -95,3 +96,20 @@ def check_no_upload_registers_in_place(impl):
                      r.setting)
     assertions.equal(sorted(os.listdir(in_place)), ["shard-0.json", "shard-1.json"],
                      "files of the in-place checkpoint", r.setting)
+
+
+@clause("report.no-upload")
+def check_no_upload_refuses_a_folder_outside_the_run(impl):
+    t = impl.train
+    folder = workspace()
+    factory = TrainerFactory(impl.DataParallelTrainer, dict(
+        train_loop_per_worker=no_upload_probe, train_loop_config={"train": t.__name__},
+        scaling_config=t.ScalingConfig(num_workers=1),
+        run_config=t.RunConfig(name="no-upload", storage_path=os.path.join(folder, "s"))))
+    setting = (f"{impl.name}: DataParallelTrainer(num_workers=1); report(NO_UPLOAD) of a "
+               "folder outside the run folder, the exception caught")
+    result = assertions.succeeded(impl.fit(factory), setting)
+    assertions.equal(result.return_value, {"outside": "ValueError"},
+                     "what report(NO_UPLOAD) of a folder outside the run folder raised "
+                     "(type name; None: it returned)", setting)
+    assertions.equal(result.checkpoint, None, "result.checkpoint", setting)

@@ -17,8 +17,8 @@ import os
 
 from conformance import assertions
 from conformance.catalogue import clause
-from conformance.probe import validate_checkpoint
-from conformance.scenarios import new_script, run, workspace
+from conformance.probe import slow_validation, validate_checkpoint, validation_wait_probe
+from conformance.scenarios import TrainerFactory, new_script, run, workspace
 
 
 def replay(values: list, num_to_keep: int, order: str) -> list[list[dict]]:
@@ -173,3 +173,39 @@ def check_a_failed_snapshot_write_of_a_validation_is_validated_again(impl):
     on_disk = sorted(n for n in os.listdir(r2.run_dir) if n.startswith("ckpt-"))
     assertions.equal(on_disk, ["ckpt-0001", "ckpt-0002"],
                      "checkpoint folders on disk after the second fit()", setting2)
+
+
+#: how long the validation of check_validated_listing_waits_up_to_timeout takes, and the
+#: timeout_s of its bounded get_all_reported_checkpoints call
+SLOW_VALIDATION_S, LISTING_TIMEOUT_S = 6.0, 1.5
+
+
+@clause("report.validated-timeout")
+def check_validated_listing_waits_up_to_timeout(impl):
+    t = impl.train
+    folder = workspace()
+    validation = t.ValidationConfig(slow_validation, task_config=t.ValidationTaskConfig(
+        fn_kwargs={"seconds": SLOW_VALIDATION_S}))
+    factory = TrainerFactory(impl.DataParallelTrainer, dict(
+        train_loop_per_worker=validation_wait_probe,
+        train_loop_config={"train": t.__name__, "timeout_s": LISTING_TIMEOUT_S},
+        scaling_config=t.ScalingConfig(num_workers=1), validation_config=validation,
+        run_config=t.RunConfig(name="validated-wait", storage_path=os.path.join(folder, "s"))))
+    setting = (f"{impl.name}: DataParallelTrainer(num_workers=1), one report(..., "
+               f"validation=True) whose validation takes {SLOW_VALIDATION_S} s, then "
+               "get_all_reported_checkpoints(COMMITTED), (timeout_s="
+               f"{LISTING_TIMEOUT_S}) and ()")
+    result = assertions.succeeded(impl.fit(factory), setting)
+    seen = result.return_value
+    pending, validated = ["PENDING_VALIDATION"], ["VALIDATED"]
+    assertions.equal([seen[k][1] for k in ("committed", "timeout", "validated")],
+                     [pending, pending, validated],
+                     "statuses listed by the COMMITTED, the timeout_s and the default call",
+                     setting)
+    waited = seen["timeout"][0]
+    if not LISTING_TIMEOUT_S - 0.1 <= waited < SLOW_VALIDATION_S - 1.0:
+        raise AssertionError(
+            f"get_all_reported_checkpoints(timeout_s={LISTING_TIMEOUT_S}) returned after "
+            f"{waited:.2f} s while the validation was pending; expected about "
+            f"{LISTING_TIMEOUT_S} s (at least {LISTING_TIMEOUT_S - 0.1}, under "
+            f"{SLOW_VALIDATION_S - 1.0}) [{setting}]")
