@@ -990,7 +990,8 @@ ALL = [
       "last round was just checkpointed; with frequency=0 that is the only checkpoint. "
       "Each reported checkpoint is registered (Result.best_checkpoints, in order).",
       "python/ray/train/xgboost/_xgboost_utils.py:RayReportCallback",
-      "5 rounds, frequency=2 -> 6 reports per rank; checkpoints after rounds 1, 3 and at the end",
+      "5 rounds, frequency=2 -> 6 reports per rank; checkpoints after rounds 1, 3 and at the "
+      "end; 6 rounds, frequency=3 -> 6 reports, checkpoints after rounds 2 and 5 only",
       ray_note="The rounds the callback counts are those of the current xgboost.train call "
       "(the epoch xgboost passes), while the 'just checkpointed' test compares with "
       "Booster.num_boosted_rounds(): training on from an xgb_model that has rounds always "

@@ -40,6 +40,8 @@ XGB_PHASES = (
                  "results_postprocessing_fn": count_keys}),
     ("dict", 2, {"metrics": {"loss": "valid-rmse", "fit": "train-mae"},
                  "filename": "model.json"}),
+    # every third round: the last round is a checkpoint round, so no extra final report
+    ("aligned", 6, {"frequency": 3}),
     ("main", 5, {"frequency": 2}),
 )
 XGB_PARAMS = {"objective": "reg:squarederror", "eval_metric": ["rmse", "mae"], "max_depth": 2,

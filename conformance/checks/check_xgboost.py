@@ -5,7 +5,8 @@ rank's shard of a tiny synthetic regression set with the implementation's
 RayTrainReportCallback, journaling xgboost.collective's view of the group, every report()
 the callback made and the final boosters. The main run (2 workers) trains three times in
 a row (`gbdt_probe.XGB_PHASES`): metrics picked by a list, metrics renamed by a dict with
-the model saved as model.json, then 5 rounds checkpointed every 2.
+the model saved as model.json, 6 rounds checkpointed every 3 (the last round is one: no
+extra final checkpoint), then 5 rounds checkpointed every 2.
 """
 
 from __future__ import annotations
@@ -129,6 +130,13 @@ def check_config(impl):
     assertions.equal(isinstance(config.backend_cls, type)
                      and issubclass(config.backend_cls, backend.Backend), True,
                      "XGBoostConfig().backend_cls is a Backend subclass", impl.name)
+    built = "".join(["ra", "bit"])  # equal to "rabit", not the same object
+    assertions.equal(tx.XGBoostConfig(xgboost_communicator=built).backend_cls,
+                     config.backend_cls, "XGBoostConfig(xgboost_communicator=<'rabit' built at "
+                     "run time>).backend_cls", impl.name)
+    for other in ("tcp", "federated"):  # sorting after and before 'rabit'
+        with pytest.raises(NotImplementedError, match=f"Unsupported backend: {other}"):
+            tx.XGBoostConfig(xgboost_communicator=other).backend_cls
     try:
         cls = tx.XGBoostConfig(xgboost_communicator="nccl").backend_cls
     except NotImplementedError as exc:
@@ -211,15 +219,16 @@ def check_report_every_round_from_every_rank(impl):
         assertions.equal(sorted(main["history"]), KEYS,
                          f"rank {rank}: evaluation history keys of the main phase", setting)
         seen = [(e["phase"], e["metrics"], e["files"]) for e in _reports(journal, rank)
-                if e["phase"] == "main"]
-        want = [w for w in expected_reports(phases, rank) if w[0] == "main"]
+                if e["phase"] in ("aligned", "main")]
+        want = [w for w in expected_reports(phases, rank) if w[0] in ("aligned", "main")]
         assertions.equal([(p, f) for p, _, f in seen], [(p, f) for p, _, f in want],
-                         f"rank {rank}: (phase, files of the reported folder) of the main "
-                         "phase's reports (5 rounds, frequency=2: rounds 1 and 3, then the "
-                         "final report)", setting)
+                         f"rank {rank}: (phase, files of the reported folder) of the aligned "
+                         "and main phases' reports (6 rounds, frequency=3: rounds 2 and 5, no "
+                         "final report; 5 rounds, frequency=2: rounds 1 and 3, then the final "
+                         "report)", setting)
         assertions.equal([m for _, m, _ in seen], [m for _, m, _ in want],
-                         f"rank {rank}: metrics of the main phase's reports (the last value "
-                         "of every '<eval>-<metric>')", setting)
+                         f"rank {rank}: metrics of the aligned and main phases' reports (the "
+                         "last value of every '<eval>-<metric>')", setting)
     main = _phases(journal, 0)["main"]["history"]
     assertions.equal(result.metrics, {k: v[-1] for k, v in main.items()},
                      "result.metrics (the last round's)", setting)
@@ -247,13 +256,13 @@ def check_checkpoints_and_get_model(impl):
     tx = _xgboost(impl)
     result, journal, setting = _main_run(impl)
     listing = gbdt_probe.best_listing(result)
-    assertions.equal(listing, [["model.json"]] + [["model.ubj"]] * 3,
+    assertions.equal(listing, [["model.json"]] + [["model.ubj"]] * 5,
                      "files of each registered checkpoint (Result.best_checkpoints)", setting)
     rounds = []
     for (checkpoint, _), files in zip(result.best_checkpoints, listing, strict=True):
         rounds.append(tx.RayTrainReportCallback.get_model(
             checkpoint, filename=files[0]).num_boosted_rounds())
-    assertions.equal(rounds, [2, 2, 4, 5], "get_model(checkpoint, filename).num_boosted_rounds() "
+    assertions.equal(rounds, [2, 3, 6, 2, 4, 5], "get_model(checkpoint, filename).num_boosted_rounds() "
                      "of each registered checkpoint", setting)
     with result.checkpoint.as_directory() as d:
         assertions.equal(sorted(os.listdir(d)), ["model.ubj"], "result.checkpoint files",
