@@ -1083,9 +1083,12 @@ ALL = [
       "'<valid name>-<metric>' (e.g. 'valid-l2'); rank 0 attaches a checkpoint on the "
       "iterations with f > 0 and (i + 1) % f == 0 and, with checkpoint_at_end (the "
       "default), on the last iteration; the other ranks report metrics only. There is no "
-      "report after training: the last iteration's report carries the final checkpoint.",
+      "report after training: the last iteration's report carries the final checkpoint. "
+      "In lightgbm.cv the results of the folds are reported as "
+      "'<valid name>-<metric>-mean' and '<valid name>-<metric>-stdv'.",
       "python/ray/train/lightgbm/_lightgbm_utils.py:RayReportCallback.__call__",
-      "5 iterations, frequency=2 -> 5 reports per rank; checkpoints at iterations 1, 3, 4"),
+      "7 iterations, frequency=3 -> 7 reports per rank; checkpoints at iterations 2, 5, 6; "
+      "lightgbm.cv -> {'valid-l2-mean': ..., 'valid-l2-stdv': ...}"),
     C("lightgbm.checkpoint", "MUST", "The LightGBM checkpoint holds model.txt",
       "A checkpoint the callback reports holds exactly `filename` ('model.txt' by default), "
       "LightGBM's text model (Booster.save_model); RayTrainReportCallback.get_model(it) "

@@ -46,8 +46,10 @@ XGB_PHASES = (
 )
 XGB_PARAMS = {"objective": "reg:squarederror", "eval_metric": ["rmse", "mae"], "max_depth": 2,
               "eta": 0.3, "tree_method": "hist", "nthread": 1, "seed": 0}
-LGB_ROUNDS = 5
-LGB_FREQUENCY = 2
+LGB_ROUNDS = 7
+LGB_FREQUENCY = 3
+#: rounds of the lightgbm.cv run after the main training (metrics-only reports)
+LGB_CV_ROUNDS = 2
 LGB_PARAMS = {"objective": "regression", "metric": ["l2", "l1"], "num_leaves": 4,
               "min_data_in_leaf": 5, "learning_rate": 0.3, "num_threads": 1, "verbose": -1,
               "seed": 0, "deterministic": True}
@@ -246,6 +248,16 @@ def lightgbm_probe(config: dict) -> None:
                        lightgbm.record_evaluation(history)])
     journal.record(ev="lgb_end", rank=rank, attempt=attempt, history=_history(history),
                    rounds=final.current_iteration(), predictions=lightgbm_predictions(final))
+    if config["mode"] == "main":  # then cross-validation on this rank's shard alone
+        final.free_network()
+        with _Reports(train, journal, rank, attempt) as reports:
+            reports.phase = "cv"
+            cv = lightgbm.cv(
+                dict(LGB_PARAMS), lightgbm.Dataset(x, label=y), num_boost_round=LGB_CV_ROUNDS,
+                nfold=2, stratified=False, seed=0,
+                callbacks=[tl.RayTrainReportCallback(checkpoint_at_end=False)])
+        journal.record(ev="lgb_cv", rank=rank, attempt=attempt,
+                       history={k: _floats(v) for k, v in cv.items()})
 
 
 def lightgbm_predictions(booster) -> list:

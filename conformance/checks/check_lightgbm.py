@@ -138,8 +138,8 @@ def check_normalize_pandas(impl):
         "f": pd.array([1.5, 2.5], dtype=pd.ArrowDtype(pa.float64())),
         "b": pd.array([True, False], dtype=pd.ArrowDtype(pa.bool_())),
         "s": pd.array(["a", "b"], dtype=pd.ArrowDtype(pa.string())),
-        "n": [1.0, 2.0],
     })
+    frame.insert(0, "n", [1.0, 2.0])  # a plain column before the Arrow ones
     out = tl.normalize_pandas_for_lightgbm(frame)
     assertions.equal({k: str(v) for k, v in out.dtypes.items()},
                      {"i": "Int32", "u": "UInt8", "f": "Float64", "b": "boolean",
@@ -194,12 +194,12 @@ def check_report_every_iteration_from_every_rank(impl):
         history = ends[rank]["history"]
         assertions.equal(sorted(history), KEYS, f"rank {rank}: evaluation history keys",
                          setting)
-        reports = _reports(journal, rank)
+        reports = [e for e in _reports(journal, rank) if e["phase"] == "main"]
         want_files = [(["model.txt"] if rank == 0 else None)
                       if (i + 1) % freq == 0 or i == n - 1 else None for i in range(n)]
         assertions.equal([e["files"] for e in reports], want_files,
                          f"rank {rank}: files of each report's folder ({n} iterations, "
-                         f"frequency={freq}: iterations 1, 3 and the last; no extra report)",
+                         f"frequency={freq}: iterations 2, 5 and the last; no extra report)",
                          setting)
         assertions.equal([e["metrics"] for e in reports],
                          [{k: v[i] for k, v in history.items()} for i in range(n)],
@@ -208,6 +208,22 @@ def check_report_every_iteration_from_every_rank(impl):
     history = ends[0]["history"]
     assertions.equal(result.metrics, {k: v[-1] for k, v in history.items()},
                      "result.metrics (the last iteration's)", setting)
+
+
+@clause("lightgbm.report")
+def check_cross_validation_reports_mean_and_stdv(impl):
+    result, journal, setting = _main_run(impl)
+    setting += (f", then lightgbm.cv(nfold=2, num_boost_round={gbdt_probe.LGB_CV_ROUNDS}) "
+                "on each rank's shard with RayTrainReportCallback(checkpoint_at_end=False)")
+    for rank, e in sorted(_by_rank(journal, "lgb_cv").items()):
+        history = e["history"]  # {'valid l2-mean': [...], 'valid l2-stdv': [...], ...}
+        want = [{k.replace(" ", "-"): v[i] for k, v in history.items()}
+                for i in range(gbdt_probe.LGB_CV_ROUNDS)]
+        seen = [(r["metrics"], r["files"]) for r in _reports(journal, rank)
+                if r["phase"] == "cv"]
+        assertions.equal(seen, [(m, None) for m in want],
+                         f"rank {rank}: (metrics, checkpoint files) of the cross-validation's "
+                         "reports ('valid-<metric>-mean' and 'valid-<metric>-stdv')", setting)
 
 
 @clause("lightgbm.checkpoint")
@@ -219,7 +235,7 @@ def check_checkpoints_and_get_model(impl):
                      "files of each registered checkpoint (Result.best_checkpoints)", setting)
     rounds = [tl.RayTrainReportCallback.get_model(c).current_iteration()
               for c, _ in result.best_checkpoints]
-    assertions.equal(rounds, [2, 4, 5], "get_model(checkpoint).current_iteration() of each "
+    assertions.equal(rounds, [3, 6, 7], "get_model(checkpoint).current_iteration() of each "
                      "registered checkpoint", setting)
     with result.checkpoint.as_directory() as d:
         assertions.equal(sorted(os.listdir(d)), ["model.txt"], "result.checkpoint files",

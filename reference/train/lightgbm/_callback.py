@@ -82,12 +82,11 @@ class RayTrainReportCallback:
         result: dict = {}
         for entry in env.evaluation_result_list:
             data_name, eval_name, value = entry[0:3]
-            stdv = entry[4] if len(entry) > 4 else None
-            suffix = "-mean" if stdv is not None or len(entry) > 4 else ""
+            folds = len(entry) > 4  # lightgbm.cv: (..., is_higher_better, stdv of the folds)
             scores = result.setdefault(data_name, {})
-            scores[eval_name + suffix] = value
-            if stdv is not None:
-                scores[eval_name + "-stdv"] = stdv
+            scores[eval_name + ("-mean" if folds else "")] = value
+            if folds:
+                scores[eval_name + "-stdv"] = entry[4]
         return result
 
     def _get_report_dict(self, eval_result: dict) -> dict:
