@@ -650,6 +650,11 @@ def main(argv=None) -> int:
             parser.error(f"--rejudge-survivors: no session of {target.name!r} at {db_path}")
         again = forget_survivors(db_path, load_unobservable())
         print(f"{target.name}: {again} survivors to judge again")
+    if args.report_only and not args.from_report and not db_path.exists():
+        # a fresh session would judge nothing and overwrite the report with "pending"
+        parser.error(f"--report-only: no session of {target.name!r} at {db_path}; add "
+                     "--from-report to rewrite the report from its own JSON (after "
+                     "unobservable.toml changed)")
     db = open_session(target, db_path, resume=args.resume or args.report_only or
                       args.rejudge_survivors or args.from_report)
     baseline = None

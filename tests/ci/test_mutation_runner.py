@@ -343,3 +343,18 @@ def test_a_session_restored_from_its_report_keeps_the_verdicts_of_unchanged_line
     with pytest.raises(SystemExit, match="not of 'other'"):
         run.restore_from_report(run.Target("other", ["other.py"], [], [], None),
                                 tmp_path / "o.sqlite", tmp_path / "out" / "toy.json")
+
+
+def test_report_only_without_a_session_leaves_the_report_alone(tmp_path, monkeypatch):
+    monkeypatch.setattr(run, "ROOT", tmp_path)
+    (tmp_path / "toy.py").write_text(TOY)
+    monkeypatch.setattr(run, "load_target",
+                        lambda name: run.Target(name, ["toy.py"], [], [], None))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "toy.json").write_text('{"kept": true}')
+    with pytest.raises(SystemExit) as stopped:
+        run.main(["toy", "--report-only", "--out", str(out)])
+    assert stopped.value.code == 2  # argparse's usage error
+    assert (out / "toy.json").read_text() == '{"kept": true}'
+    assert not (out / "toy.md").exists()
