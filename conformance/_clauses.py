@@ -1194,7 +1194,9 @@ ALL = [
       "When the training function of a distributed JAX group (use_gpu or use_tpu) returns "
       "without shutting jax.distributed down, the backend calls jax.distributed.shutdown() "
       "in every worker process before the workers go away; afterwards "
-      "jax.distributed.is_initialized() is False there.", JAX + "config.py:_JaxBackend.on_shutdown",
+      "jax.distributed.is_initialized() is False there. A driver variable "
+      "JAX_DISTRIBUTED_SHUTDOWN_TIMEOUT_S that is not a number does not fail the run (the "
+      "default is used).", JAX + "config.py:_JaxBackend.on_shutdown",
       why="The coordination service holds a port and threads on rank 0; a worker process "
       "reused or kept alive must not keep a dead job's client.",
       ray_note="Ray waits up to JAX_DISTRIBUTED_SHUTDOWN_TIMEOUT_S (default 30) for it and "
@@ -1205,9 +1207,10 @@ ALL = [
       "ranks 0-1 run on the hosts of one slice and ranks 2-3 on the other, in the order of "
       "the hosts' TPU_WORKER_ID; every worker sees its host's TPU variables (TPU_NAME, "
       "TPU_WORKER_ID, ...), no TPU_VISIBLE_CHIPS (it holds all 4 chips of its host), the "
-      "multislice variables MEGASCALE_NUM_SLICES=2, MEGASCALE_SLICE_ID (0, 0, 1, 1), "
-      "MEGASCALE_PORT=8081 and one MEGASCALE_COORDINATOR_ADDRESS, and jax.distributed over "
-      "the 4 processes (process_index == world rank).",
+      "multislice variables MEGASCALE_NUM_SLICES=2, MEGASCALE_SLICE_ID (0, 0, 1, 1) and "
+      "MEGASCALE_COORDINATOR_ADDRESS (rank 0's node address) replacing any the workers' "
+      "environment set, MEGASCALE_PORT=8081 unless that environment set one, and "
+      "jax.distributed over the 4 processes (process_index == world rank).",
       "python/ray/train/v2/jax/config.py; python/ray/util/tpu.py; "
       "python/ray/train/v2/_internal/execution/worker_group/worker_group.py",
       "JaxTrainer(fn, scaling_config=ScalingConfig(num_workers=4, use_tpu=True, "

@@ -207,10 +207,10 @@ def jax_probe(config: dict) -> None:
 
 # ------------------------------------------------------------------------ driver side
 def run_fit(impl, mode: str, num_workers: int, jax_config=None, env: dict | None = None,
-            failure_config=None, deadline_s: float = 180.0):
-    """fit() of the implementation's JaxTrainer running `jax_probe`; returns
-    (outcome, journal)."""
-    from conformance.scenarios import TrainerFactory, workspace
+            failure_config=None, deadline_s: float = 180.0, driver_env: dict | None = None):
+    """fit() of the implementation's JaxTrainer running `jax_probe` (`env`: the workers'
+    variables; `driver_env`: the driver's while fit() runs); returns (outcome, journal)."""
+    from conformance.scenarios import TrainerFactory, WithDriverEnviron, workspace
 
     t = impl.train
     tj = impl.framework("v2.jax")
@@ -230,6 +230,8 @@ def run_fit(impl, mode: str, num_workers: int, jax_config=None, env: dict | None
     if jax_config is not None:
         kwargs["jax_config"] = jax_config
     factory = TrainerFactory(tj.JaxTrainer, kwargs, journal_dir=journal)
+    if driver_env:
+        factory = WithDriverEnviron(factory, driver_env)
     outcome = impl.fit(factory, max(impl.fit_deadline_s, deadline_s))
     return outcome, Journal(journal)
 
@@ -247,6 +249,8 @@ def tpu_probe(config: dict) -> None:
     rank = train.get_context().get_world_rank()
     import jax
 
+    util = importlib.import_module(config["train_module"].split(".")[0] + ".util")
     journal.record(ev="tpu_start", rank=rank, process_count=jax.process_count(),
+                   node_ip=util.get_node_ip_address(),
                    process_index=jax.process_index(),
                    env={k: os.environ.get(k) for k in TPU_ENV})

@@ -50,6 +50,39 @@ class TrainerFactory:
         return self.cls(**self.kwargs)
 
 
+@dataclasses.dataclass
+class WithDriverEnviron:
+    """A trainer factory whose trainer's fit() runs with `environ` added to the environment
+    of the process that calls it (the driver), then restored."""
+
+    make: Any
+    environ: dict
+
+    @property
+    def journal_dir(self):
+        return getattr(self.make, "journal_dir", None)
+
+    def __call__(self):
+        return _EnvironTrainer(self.make(), self.environ)
+
+
+class _EnvironTrainer:
+    def __init__(self, trainer, environ: dict):
+        self.trainer, self.environ = trainer, environ
+
+    def fit(self):
+        saved = {k: os.environ.get(k) for k in self.environ}
+        os.environ.update(self.environ)
+        try:
+            return self.trainer.fit()
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
 def workspace(prefix: str = "trainspec-") -> str:
     return tempfile.mkdtemp(prefix=prefix)
 

@@ -2,10 +2,11 @@
 
 The training function is `conformance.jax_probe.jax_probe` (see there). Four fits:
 
-- "main": JaxConfig(use_gpu=True), 2 workers, worker env JAX_PLATFORMS=cpu: one JAX job
+- "main": JaxConfig(use_tpu=True), 2 workers, worker env JAX_PLATFORMS=cpu: one JAX job
   over both workers; collectives, STEPS data-parallel steps, then every rank calls
   jax.distributed.shutdown() itself;
-- "restart": JaxConfig(use_tpu=True), the same env, FailureConfig(max_failures=1); rank 1
+- "restart": JaxConfig(use_gpu=True), the same env, FailureConfig(max_failures=1), and
+  JAX_DISTRIBUTED_SHUTDOWN_TIMEOUT_S=soon in the driver (not a number: the default); rank 1
   exits after the checkpointed report of step 1 on attempt 0;
 - "plain": JaxConfig(), 2 workers, no env: independent single-process JAX per worker;
 - "local": JaxConfig(use_gpu=True), num_workers=0.
@@ -29,6 +30,10 @@ from conformance.scenarios import shared
 
 WORKERS = 2
 ENV = {"JAX_PLATFORMS": "cpu"}
+#: the TPU slices run's worker env: a port of the user's (kept) and a slice id (replaced)
+USER_MEGASCALE = {"MEGASCALE_PORT": "9999", "MEGASCALE_SLICE_ID": "7"}
+#: the restart run's driver: a shutdown timeout that is not a number (the default is used)
+SHUTDOWN_ENV = {"JAX_DISTRIBUTED_SHUTDOWN_TIMEOUT_S": "soon"}
 NAMES = ["JaxConfig", "JaxTrainer"]
 #: per-parameter tolerance between the float32 JAX parameters and the float64 oracle
 TOL = 1e-4
@@ -44,7 +49,7 @@ def _noop(config=None):
 
 # ------------------------------------------------------------------------ fits
 def _run(impl, key: str, mode: str, workers: int, config: dict, env: dict | None,
-         failure: bool = False):
+         failure: bool = False, driver_env: dict | None = None):
     """The shared fit `key` of the probe in `mode`, with JaxConfig(**config)."""
     label = "JaxConfig(" + ", ".join(f"{k}={v!r}" for k, v in config.items()) + ")"
 
@@ -53,9 +58,11 @@ def _run(impl, key: str, mode: str, workers: int, config: dict, env: dict | None
         tj, t = _jax(impl), impl.train
         outcome, journal = jax_probe.run_fit(
             impl, mode, workers, jax_config=tj.JaxConfig(**config), env=env,
-            failure_config=t.FailureConfig(max_failures=1) if failure else None)
+            failure_config=t.FailureConfig(max_failures=1) if failure else None,
+            driver_env=driver_env)
         setting = (f"{impl.name}: JaxTrainer(jax_config={label}, num_workers={workers}"
                    + (f", worker env {env}" if env else "")
+                   + (f", driver env {driver_env}" if driver_env else "")
                    + (", FailureConfig(max_failures=1); rank "
                       f"{jax_probe.KILL['rank']} calls os._exit(1) after the checkpointed "
                       f"report of step {jax_probe.KILL['step']} on attempt 0" if failure else "")
@@ -68,11 +75,12 @@ def _run(impl, key: str, mode: str, workers: int, config: dict, env: dict | None
 
 
 def _main_run(impl):
-    return _run(impl, "jax-main", "main", WORKERS, {"use_gpu": True}, ENV)
+    return _run(impl, "jax-main", "main", WORKERS, {"use_tpu": True}, ENV)
 
 
 def _restart_run(impl):
-    return _run(impl, "jax-restart", "restart", WORKERS, {"use_tpu": True}, ENV, failure=True)
+    return _run(impl, "jax-restart", "restart", WORKERS, {"use_gpu": True}, ENV, failure=True,
+                driver_env=SHUTDOWN_ENV)
 
 
 def _plain_run(impl):
@@ -397,9 +405,10 @@ def check_local_mode(impl):
                      "result.metrics (the last report)", setting)
 
 
-@pytest.mark.cluster
-@clause("jax.tpu-slices")
-def check_tpu_slices(impl):
+def _slices_run(impl, topology: str, hosts: int, env: dict | None = None):
+    """A JaxTrainer running `jax_probe.tpu_probe` on two TPU-V4 slices 'a' and 'b' of
+    `topology` (`hosts` hosts of 4 chips each), one worker per host; returns (the
+    tpu_start events by rank, setting)."""
     from conformance.adapters.base import require
     from conformance.scenarios import TrainerFactory, workspace
 
@@ -409,20 +418,33 @@ def check_tpu_slices(impl):
     folder = workspace()
     journal = os.path.join(folder, "journal")
     os.makedirs(journal)
-    setting = (f"{impl.name}: two TPU-V4 2x2x2 slices 'a' and 'b' (2 hosts of 4 chips each), "
-               "JaxTrainer(ScalingConfig(num_workers=4, use_tpu=True, topology='2x2x2', "
-               "accelerator_type='TPU-V4'))")
-    with impl.tpu_slices([("a", "TPU-V4", "2x2x2"), ("b", "TPU-V4", "2x2x2")]):
+    workers = 2 * hosts
+    setting = (f"{impl.name}: two TPU-V4 {topology} slices 'a' and 'b' ({hosts} host(s) of 4 "
+               f"chips each), JaxTrainer(ScalingConfig(num_workers={workers}, use_tpu=True, "
+               f"topology={topology!r}, accelerator_type='TPU-V4'))"
+               + (f", workers' env {env}" if env else ""))
+    run_config = dict(name="jax-tpu", storage_path=os.path.join(folder, "s"))
+    if env:
+        run_config["worker_runtime_env"] = {"env_vars": dict(env)}
+    with impl.tpu_slices([("a", "TPU-V4", topology), ("b", "TPU-V4", topology)]):
         outcome = impl.fit(TrainerFactory(tj.JaxTrainer, dict(
             train_loop_per_worker=jax_probe.tpu_probe,
             train_loop_config={"train_module": t.__name__, "journal": journal},
-            scaling_config=t.ScalingConfig(num_workers=4, use_tpu=True, topology="2x2x2",
-                                           accelerator_type="TPU-V4"),
-            run_config=t.RunConfig(name="jax-tpu", storage_path=os.path.join(folder, "s")))),
+            scaling_config=t.ScalingConfig(num_workers=workers, use_tpu=True,
+                                           topology=topology, accelerator_type="TPU-V4"),
+            run_config=t.RunConfig(**run_config))),
             max(impl.fit_deadline_s, 180.0))
     assertions.succeeded(outcome, setting)
     starts = sorted(jax_probe.Journal(journal).events("tpu_start"), key=lambda e: e["rank"])
-    assertions.equal([e["rank"] for e in starts], [0, 1, 2, 3], "ranks that started", setting)
+    assertions.equal([e["rank"] for e in starts], list(range(workers)), "ranks that started",
+                     setting)
+    return starts, setting
+
+
+@pytest.mark.cluster
+@clause("jax.tpu-slices")
+def check_tpu_slices(impl):
+    starts, setting = _slices_run(impl, "2x2x2", 2, USER_MEGASCALE)
     env = [e["env"] for e in starts]
     names = [e["TPU_NAME"] for e in env]
     assertions.equal(sorted(names), ["a", "a", "b", "b"], "TPU_NAME of ranks 0..3 (whole slices)",
@@ -434,11 +456,25 @@ def check_tpu_slices(impl):
     assertions.equal([e["MEGASCALE_SLICE_ID"] for e in env], ["0", "0", "1", "1"],
                      "MEGASCALE_SLICE_ID of ranks 0..3", setting)
     assertions.equal({(e["MEGASCALE_NUM_SLICES"], e["MEGASCALE_PORT"]) for e in env},
-                     {("2", "8081")}, "(MEGASCALE_NUM_SLICES, MEGASCALE_PORT)", setting)
-    assertions.equal(len({e["MEGASCALE_COORDINATOR_ADDRESS"] for e in env}), 1,
-                     "distinct MEGASCALE_COORDINATOR_ADDRESS values", setting)
+                     {("2", "9999")}, "(MEGASCALE_NUM_SLICES, MEGASCALE_PORT) (the port the "
+                     "workers' env set is kept)", setting)
+    assertions.equal({e["MEGASCALE_COORDINATOR_ADDRESS"] for e in env}, {starts[0]["node_ip"]},
+                     "MEGASCALE_COORDINATOR_ADDRESS values (rank 0's node address)", setting)
     assertions.equal([e["TPU_VISIBLE_CHIPS"] for e in env], [None] * 4,
                      "TPU_VISIBLE_CHIPS (each worker holds its host's every chip)", setting)
     assertions.equal([(e["process_count"], e["process_index"]) for e in starts],
                      [(4, r) for r in range(4)], "(jax.process_count(), process_index())",
+                     setting)
+
+
+@pytest.mark.cluster
+@clause("jax.tpu-slices")
+def check_single_host_slices(impl):
+    starts, setting = _slices_run(impl, "2x2x1", 1)
+    env = [e["env"] for e in starts]
+    assertions.equal(sorted(e["TPU_NAME"] for e in env), ["a", "b"],
+                     "TPU_NAME of ranks 0 and 1 (one slice each)", setting)
+    assertions.equal([(e["MEGASCALE_SLICE_ID"], e["MEGASCALE_NUM_SLICES"], e["MEGASCALE_PORT"])
+                      for e in env], [("0", "2", "8081"), ("1", "2", "8081")],
+                     "(MEGASCALE_SLICE_ID, MEGASCALE_NUM_SLICES, MEGASCALE_PORT) of ranks 0, 1",
                      setting)

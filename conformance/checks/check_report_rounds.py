@@ -3,14 +3,18 @@ metrics-only rounds, and the report-wait warning's variable in the driver's envi
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from typing import Any
 
 from conformance import assertions
 from conformance.catalogue import clause
 from conformance.probe import run_script
-from conformance.scenarios import TrainerFactory, new_script, run, workspace
+from conformance.scenarios import (
+    TrainerFactory,
+    WithDriverEnviron,
+    new_script,
+    run,
+    workspace,
+)
 
 
 @clause("report.free-metrics-any-value")
@@ -29,39 +33,6 @@ def check_metrics_only_rounds_need_not_be_storable(impl):
                      "returned", setting)
 
 
-@dataclasses.dataclass
-class _WithEnviron:
-    """A trainer factory whose trainer's fit() runs with `environ` added to the environment
-    of the process that calls it (the driver), then restored."""
-
-    make: Any
-    environ: dict
-
-    @property
-    def journal_dir(self):
-        return getattr(self.make, "journal_dir", None)
-
-    def __call__(self):
-        return _EnvironTrainer(self.make(), self.environ)
-
-
-class _EnvironTrainer:
-    def __init__(self, trainer, environ: dict):
-        self.trainer, self.environ = trainer, environ
-
-    def fit(self):
-        saved = {k: os.environ.get(k) for k in self.environ}
-        os.environ.update(self.environ)
-        try:
-            return self.trainer.fit()
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
-
-
 @clause("report.collective-warn-env")
 def check_collective_warn_interval_not_a_number(impl):
     t = impl.train
@@ -74,7 +45,7 @@ def check_collective_warn_interval_not_a_number(impl):
                                failure_config=t.FailureConfig(max_failures=0))),
         journal_dir=script.journal_dir)
     environ = {"RAY_TRAIN_COLLECTIVE_WARN_INTERVAL_S": "soon"}
-    outcome = impl.fit(_WithEnviron(factory, environ))
+    outcome = impl.fit(WithDriverEnviron(factory, environ))
     setting = (f"{impl.name}: DataParallelTrainer(num_workers=2), 2 steps, fit() called with "
                f"{environ} in the driver's environment")
     result = assertions.succeeded(outcome, setting)
