@@ -8,8 +8,6 @@ class). The cluster environment base is looked up the same way, on its own.
 
 from __future__ import annotations
 
-from packaging.version import Version
-
 
 def import_lightning():
     """The Lightning module playing ``pl``: ``lightning.pytorch``, else ``pytorch_lightning``."""
@@ -29,8 +27,6 @@ def lightning_environment_base() -> type:
 
 
 pl = import_lightning()
-LIGHTNING_2_0 = Version(pl.__version__) >= Version("2.0.0")
-LIGHTNING_BEFORE_2_1 = Version(pl.__version__) < Version("2.1.0")
-
-# Lightning 2.0 renamed the fully sharded strategy.
-FSDPStrategy = pl.strategies.FSDPStrategy if LIGHTNING_2_0 else pl.strategies.DDPFullyShardedStrategy
+# Lightning 2.1 or later (2.0 saved broken FSDP checkpoints; 1.x named the strategy
+# DDPFullyShardedStrategy); the project's `lightning` extra asks for 2.4 or later.
+FSDPStrategy = pl.strategies.FSDPStrategy

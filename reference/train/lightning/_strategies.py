@@ -17,13 +17,7 @@ from typing import Any
 
 import torch
 
-from reference.train.lightning._package import (
-    LIGHTNING_2_0,
-    LIGHTNING_BEFORE_2_1,
-    FSDPStrategy,
-    lightning_environment_base,
-    pl,
-)
+from reference.train.lightning._package import FSDPStrategy, lightning_environment_base, pl
 
 
 def _context():
@@ -51,26 +45,8 @@ class RayDDPStrategy(_TrainContextDevices, pl.strategies.DDPStrategy):
 
 
 class RayFSDPStrategy(_TrainContextDevices, FSDPStrategy):
-    """Lightning's ``FSDPStrategy`` (same arguments) on the train context's device and ranks.
-
-    Lightning 2.0.x saves broken FSDP checkpoints; there the full state dict is gathered on
-    rank 0's CPU instead. Use ``lightning>=2.1`` for sharded checkpoints and FSDP options.
-    """
-
-    def lightning_module_state_dict(self) -> dict[str, Any]:
-        assert self.model is not None, "Failed to get the state dict for a None model!"
-        if not (LIGHTNING_2_0 and LIGHTNING_BEFORE_2_1 and torch.distributed.is_available()):
-            return super().lightning_module_state_dict()
-        from torch.distributed.fsdp import FullStateDictConfig, StateDictType
-        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
-
-        full = FullStateDictConfig(offload_to_cpu=True, rank0_only=True)
-        with FSDP.state_dict_type(module=self.model, state_dict_type=StateDictType.FULL_STATE_DICT,
-                                  state_dict_config=full):
-            state = self.model.state_dict()
-        # Lightning wraps the module; its keys carry the wrapper's attribute name.
-        prefix = "_forward_module."
-        return {k[len(prefix):] if k.startswith(prefix) else k: v for k, v in state.items()}
+    """Lightning's ``FSDPStrategy`` (same arguments) on the train context's device and ranks
+    (Lightning 2.1 or later: sharded checkpoints and FSDP options as Lightning has them)."""
 
 
 class RayDeepSpeedStrategy(_TrainContextDevices, pl.strategies.DeepSpeedStrategy):
