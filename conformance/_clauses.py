@@ -904,8 +904,19 @@ ALL = [
       "GPT2LMHeadModel.from_pretrained(f'{d}/checkpoint')"),
     C("transformers.prepare-trainer", "MUST", "prepare_trainer changes the trainer's class",
       "prepare_trainer(trainer) returns the same object, whose class is now "
-      "RayTransformersTrainer, a subclass of its former class.",
-      "python/ray/train/huggingface/transformers/_transformers_utils.py:prepare_trainer"),
+      "RayTransformersTrainer, a subclass of its former class. Its train and eval "
+      "dataloaders take a dataset shard's batch iterator (iter_torch_batches(), as "
+      "train_dataset, as eval_dataset, or under its name in an eval_dataset dict) as one "
+      "batch per step, unchanged; any other dataset (a map-style torch Dataset) goes to "
+      "the Trainer's own loaders.",
+      "python/ray/train/huggingface/transformers/_transformers_utils.py:prepare_trainer",
+      "Trainer(train_dataset=shard.iter_torch_batches(batch_size=4), max_steps=3) -> 3 "
+      "steps of 4 rows"),
+    C("transformers.import-error", "MUST", "The integration imports without transformers",
+      "Importing ray.train.huggingface.transformers works when transformers is not "
+      "installed; prepare_trainer then raises the ImportError of the missing package.",
+      "python/ray/train/huggingface/transformers/_transformers_utils.py",
+      "prepare_trainer(trainer)  # ModuleNotFoundError: transformers"),
     C("transformers.local", "MUST", "transformers.Trainer in local mode",
       "With num_workers=0 the training function runs in the driver as one process: the run "
       "takes E*n/b steps, Result.metrics has step == that count, epoch == E and eval_loss; "

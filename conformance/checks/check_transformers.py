@@ -25,6 +25,8 @@ from conformance.scenarios import TrainerFactory, shared, workspace
 
 WORKERS = 2
 DATA = {"n": 16, "batch": 4, "epochs": 2, "vocab": 32, "length": 8}
+#: the shards run: steps trained (max_steps) and rows of "train" and "valid" (2 workers)
+DATA_STEPS, DATA_ROWS = 3, {"train": 16, "valid": 16}
 
 
 def _transformers(impl):
@@ -51,6 +53,25 @@ def tokens(n: int, seed: int) -> list:
     ids = torch.randint(0, DATA["vocab"], (n, DATA["length"]), generator=g)
     return [{"input_ids": row, "labels": row,
              "attention_mask": torch.ones(DATA["length"], dtype=torch.long)} for row in ids]
+
+
+class TokenRows:
+    """A map-style dataset of `tokens` rows (a torch Dataset by protocol: __len__ and
+    __getitem__); its class name sorts before '_', as most do."""
+
+    def __init__(self, n: int, seed: int):
+        self.rows = tokens(n, seed)
+
+    def __len__(self):
+        return len(self.rows)
+
+    def __getitem__(self, i):
+        return self.rows[i]
+
+
+def token_items(n: int, seed: int) -> list:
+    """`tokens` rows as plain lists, for a Ray Data dataset."""
+    return [{k: v.tolist() for k, v in row.items()} for row in tokens(n, seed)]
 
 
 def _listing(checkpoint) -> list | None:
@@ -91,8 +112,8 @@ def transformers_probe(config: dict):
         per_device_eval_batch_size=DATA["batch"], learning_rate=1e-3, eval_strategy="epoch",
         save_strategy="epoch", logging_strategy="epoch", report_to="none", disable_tqdm=True,
         seed=0, dataloader_num_workers=0, use_cpu=True)
-    trainer = Trainer(model=tiny_gpt2(), args=args, train_dataset=tokens(DATA["n"], 0),
-                      eval_dataset=tokens(8, 1))
+    trainer = Trainer(model=tiny_gpt2(), args=args, train_dataset=TokenRows(DATA["n"], 0),
+                      eval_dataset=TokenRows(8, 1))
     trainer.add_callback(hf.RayTrainReportCallback())
     former = type(trainer)
     same = hf.prepare_trainer(trainer) is trainer
@@ -109,6 +130,44 @@ def transformers_probe(config: dict):
         args=[args.world_size, args.process_index, args.local_process_index],
         parallel_mode=str(args.parallel_mode), device=str(args.device),
         global_step=trainer.state.global_step)
+
+
+def transformers_data_probe(config: dict):
+    """A transformers.Trainer (through prepare_trainer) reading this rank's shards as
+    iterators of batches: "train" as train_dataset (max_steps set), "valid" under its name
+    in an eval_dataset dict; journals the batch shapes of its loaders and what it trained."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from transformers import Trainer, TrainingArguments
+
+    train = importlib.import_module(config["train_module"])
+    hf = importlib.import_module(config["train_module"] + ".huggingface.transformers")
+    rank = train.get_context().get_world_rank()
+    batch = DATA["batch"]
+    shards = {name: train.get_dataset_shard(name).iter_torch_batches(batch_size=batch)
+              for name in ("train", "valid")}
+    args = TrainingArguments(
+        output_dir=os.path.join(config["journal"], f"hf-data-rank{rank}"),
+        max_steps=DATA_STEPS, per_device_train_batch_size=batch,
+        per_device_eval_batch_size=batch, learning_rate=1e-3, eval_strategy="steps",
+        eval_steps=DATA_STEPS, save_strategy="no", logging_strategy="steps",
+        logging_steps=DATA_STEPS, report_to="none", disable_tqdm=True, seed=0,
+        dataloader_num_workers=0, use_cpu=True)
+    trainer = hf.prepare_trainer(Trainer(model=tiny_gpt2(), args=args,
+                                         train_dataset=shards["train"],
+                                         eval_dataset={"valid": shards["valid"]}))
+
+    def shapes(loader):
+        return [list(b["input_ids"].shape) for b in loader]
+
+    loaders = {"train": shapes(trainer.get_train_dataloader()),
+               "valid": shapes(trainer.get_eval_dataloader("valid")),
+               "direct": shapes(trainer.get_eval_dataloader(shards["valid"]))}
+    trainer.train()
+    Journal(config["journal"]).record(
+        ev="transformers_data", rank=rank, loaders=loaders,
+        global_step=trainer.state.global_step,
+        keys=sorted({k for entry in trainer.state.log_history for k in entry}))
+    train.report({"rank": rank})
 
 
 def accelerate_probe(config: dict):
@@ -147,7 +206,7 @@ def accelerate_probe(config: dict):
     train.report({"rank": rank})
 
 
-def _fit(impl, probe, name: str, num_workers: int):
+def _fit(impl, probe, name: str, num_workers: int, datasets: dict | None = None):
     tt = impl.framework("torch")
     t = impl.train
     folder = workspace()
@@ -157,7 +216,8 @@ def _fit(impl, probe, name: str, num_workers: int):
         train_loop_per_worker=probe,
         train_loop_config={"train_module": t.__name__, "journal": journal},
         scaling_config=t.ScalingConfig(num_workers=num_workers),
-        run_config=t.RunConfig(name=name, storage_path=os.path.join(folder, "s"))))
+        run_config=t.RunConfig(name=name, storage_path=os.path.join(folder, "s")),
+        **({"datasets": datasets} if datasets else {})))
     if num_workers == 0:
         factory = DriverFit(factory, journal)
     outcome = impl.fit(factory, max(impl.fit_deadline_s, 180.0))
@@ -277,6 +337,56 @@ def check_prepare_trainer_class(impl):
                          (True, "RayTransformersTrainer", True),
                          f"rank {r['rank']} (same object, class name, subclass of the former "
                          "class)", setting)
+
+
+@clause("transformers.prepare-trainer")
+def check_prepare_trainer_reads_dataset_shards(impl):
+    _transformers(impl)
+    d = impl.data
+    datasets = {name: d.from_items(token_items(rows, seed)) for (name, rows), seed
+                in zip(DATA_ROWS.items(), (0, 1))}
+    result, journal, setting = _fit(impl, transformers_data_probe, "hf-data", WORKERS,
+                                    datasets)
+    setting += (f", datasets {DATA_ROWS} rows; Trainer(train_dataset=<'train' shard>."
+                f"iter_torch_batches(batch_size={DATA['batch']}), eval_dataset={{'valid': "
+                f"<'valid' shard's>}}, max_steps={DATA_STEPS}) through prepare_trainer")
+    rows = sorted(journal.events("transformers_data"), key=lambda e: e["rank"])
+    assertions.equal([r["rank"] for r in rows], list(range(WORKERS)), "ranks that finished",
+                     setting)
+    one = [DATA["batch"], DATA["length"]]
+    for r in rows:
+        who = f"rank {r['rank']}"
+        per_rank = {k: [one] * (n // (WORKERS * DATA["batch"])) for k, n in DATA_ROWS.items()}
+        assertions.equal(r["loaders"], {"train": per_rank["train"], "valid": per_rank["valid"],
+                                        "direct": per_rank["valid"]},
+                         f"{who}: input_ids shape of each batch of get_train_dataloader(), "
+                         "get_eval_dataloader('valid') and get_eval_dataloader(<the shard's "
+                         "iterator>) (one shard batch per step)", setting)
+        assertions.equal(r["global_step"], DATA_STEPS, f"{who}: steps trained", setting)
+        assertions.equal("eval_valid_loss" in r["keys"], True,
+                         f"{who}: 'eval_valid_loss' among the log history's keys "
+                         f"{r['keys']}", setting)
+
+
+@clause("transformers.import-error")
+def check_import_without_transformers(impl):
+    import subprocess
+    import sys
+
+    name = impl.train.__name__ + ".huggingface.transformers"
+    code = ("import sys\nsys.modules['transformers'] = None\n"
+            f"import {name} as hf\n"
+            "try:\n    hf.prepare_trainer(object())\n"
+            "except ImportError as e:\n    print('raised', type(e).__name__)\n"
+            "else:\n    print('returned')\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(root)
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, PYTHONPATH=path), cwd=root)
+    assertions.equal(done.stdout.strip().splitlines()[-1:], ["raised ModuleNotFoundError"],
+                     f"import {name} with transformers missing, then prepare_trainer(...) "
+                     f"(stderr: {done.stderr[-1500:]!r})", impl.name)
 
 
 @clause("transformers.local")

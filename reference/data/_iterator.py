@@ -141,15 +141,28 @@ def _tensors(batch: dict, dtypes, device) -> dict:
     for name, array in batch.items():
         dtype = dtypes.get(name) if isinstance(dtypes, dict) else dtypes
         if array.dtype == object:
-            raise TypeError(f"iter_torch_batches(): column {name!r} holds "
-                            f"{type(array[0]).__name__ if len(array) else 'object'} values, "
-                            "which torch cannot hold; drop or encode it first (e.g. "
-                            "map_batches or select_columns).")
+            array = _stacked(name, array)
         if dtype is None and cpu:
             out[name] = torch.from_numpy(array)  # shares the buffer; as_tensor checks more
         else:
             out[name] = torch.as_tensor(array, dtype=dtype, device=device)
     return out
+
+
+def _stacked(name: str, array: np.ndarray) -> np.ndarray:
+    """An object column as one tensor: rows that are equal-shaped numeric arrays (a list
+    column of equal lengths) stack, as in Ray; anything else (ragged rows, strings, objects)
+    is an error naming the column."""
+    rows = list(array)
+    if rows and all(isinstance(r, np.ndarray) and r.dtype != object for r in rows) \
+            and len({r.shape for r in rows}) == 1:
+        return np.stack(rows)
+    kind = ("rows of different shapes (a ragged column)" if rows and all(
+        isinstance(r, np.ndarray) for r in rows)
+        else f"{type(rows[0]).__name__ if rows else 'object'} values")
+    raise TypeError(f"iter_torch_batches(): column {name!r} holds {kind}, which one torch "
+                    "tensor cannot hold; drop, pad or encode it first (e.g. map_batches or "
+                    "select_columns).")
 
 
 class _IterableFromIterator:
