@@ -1348,7 +1348,11 @@ ALL = [
       "new directory with the metadata {'_model_filename': 'model.keras'}; get_model() loads "
       "it (same weights); without that metadata key get_model() raises ValueError "
       "('`TensorflowCheckpoint` cannot retrieve the model if you override the checkpoint "
-      "metadata. ...').", "python/ray/train/tensorflow/tensorflow_checkpoint.py",
+      "metadata. ...'). from_h5(file_path) copies a .h5 file (metadata: its file name) and "
+      "from_saved_model(dir_path) a folder (metadata '.'); each raises ValueError for "
+      "anything else (a missing file, a name not ending in .h5, a file given as the "
+      "folder). preprocessor is keyword-only in all three.",
+      "python/ray/train/tensorflow/tensorflow_checkpoint.py",
       "TensorflowCheckpoint.from_model(model).get_model()",
       ray_note="Ray warns at every construction (its @Deprecated patches __init__), "
       "including from_directory; the callback's internal path does not warn."),

@@ -50,6 +50,10 @@ def _weights(model) -> list:
     return [w.tolist() for w in model.get_weights()]
 
 
+#: the ReportCheckpointCallback of each mode: every log by default, a list of keys
+CALLBACK_ARGS = {"main": {}, "restart": {"metrics": ["loss"]}}
+
+
 def tf_probe(config: dict) -> None:
     train = importlib.import_module(config["train_module"])
     tft = importlib.import_module(config["train_module"] + ".tensorflow")
@@ -103,7 +107,7 @@ def tf_probe(config: dict) -> None:
                 exit_after_registered(train, journal, "tf_kill", rank, attempt, epoch, epoch=epoch)
 
     model.fit(data, epochs=EPOCHS, steps_per_epoch=STEPS, initial_epoch=first, verbose=0,
-              callbacks=[tfk.ReportCheckpointCallback(), Recorder()])
+              callbacks=[tfk.ReportCheckpointCallback(**CALLBACK_ARGS[mode]), Recorder()])
     journal.record(ev="tf_end", rank=rank, attempt=attempt, weights=_weights(model))
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -242,6 +243,45 @@ def check_checkpoint(impl):
         raise AssertionError("get_model() of a checkpoint without _model_filename returned, "
                              f"expected ValueError [{impl.name}]")
     np.testing.assert_equal(tft.TensorflowCheckpoint.MODEL_FILENAME_KEY, "_model_filename")
+    plain = tf.keras.Sequential([tf.keras.Input(shape=(2,)), tf.keras.layers.Dense(1)])
+    _check_other_constructors(tft.TensorflowCheckpoint, plain, impl.name)
+
+
+def _check_other_constructors(cls, model, setting: str) -> None:
+    """from_h5 and from_saved_model: their signatures, what they refuse, a model read back
+    (`model` uncompiled: the H5 format keeps no Keras 3 loss)."""
+    for name, first in (("from_model", "model"), ("from_h5", "file_path"),
+                        ("from_saved_model", "dir_path")):
+        params = inspect.signature(getattr(cls, name)).parameters
+        assertions.equal([(k, p.kind.name) for k, p in params.items()],
+                         [(first, "POSITIONAL_OR_KEYWORD"), ("preprocessor", "KEYWORD_ONLY")],
+                         f"TensorflowCheckpoint.{name} parameters (name, kind)", setting)
+    folder = tempfile.mkdtemp()
+    h5 = os.path.join(folder, "model.h5")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.save(h5)
+        not_h5 = os.path.join(folder, "model.bin")
+        shutil.copy(h5, not_h5)
+        for label, call in (("from_h5(<a .bin file>)", lambda: cls.from_h5(not_h5)),
+                            ("from_h5(<no such .h5>)",
+                             lambda: cls.from_h5(os.path.join(folder, "none.h5"))),
+                            ("from_saved_model(<a file>)", lambda: cls.from_saved_model(h5))):
+            with pytest.raises(ValueError):
+                call()
+        checkpoint = cls.from_h5(h5)
+        assertions.equal(checkpoint.get_metadata(), {"_model_filename": "model.h5"},
+                         "TensorflowCheckpoint.from_h5(<model.h5>).get_metadata()", setting)
+        loaded = checkpoint.get_model()
+        saved = cls.from_saved_model(folder)  # a folder: the whole folder is the checkpoint
+    assertions.equal([w.tolist() for w in loaded.get_weights()],
+                     [w.tolist() for w in model.get_weights()],
+                     "from_h5(...).get_model().get_weights() (those of the saved model)",
+                     setting)
+    assertions.equal((saved.get_metadata(), sorted(os.listdir(saved.path))),
+                     ({"_model_filename": "."}, [".metadata.json", "model.bin", "model.h5"]),
+                     "TensorflowCheckpoint.from_saved_model(<folder>) (metadata, files)",
+                     setting)
 
 
 @clause("tensorflow.prepare-dataset-shard")
@@ -369,3 +409,5 @@ def check_restart(impl):
     _same_weights(journal, 1, setting)
     assertions.equal(len(result.metrics_dataframe) >= tf_probe.EPOCHS, True,
                      "rows of result.metrics_dataframe", setting)
+    assertions.equal(sorted(result.metrics), ["loss"], "keys of result.metrics "
+                     "(ReportCheckpointCallback(metrics=['loss']))", setting)
