@@ -1487,6 +1487,21 @@ ALL = [
       ray_note="Unlike distributed mode, an unknown name raises AssertionError, not "
       "KeyError."),
     # ---------------------------------------------------------------- Ray Tune
+    C("tune.asha-decisions", "MUST", "ASHAScheduler stops the trials Ray's ASHA stops",
+      "Fed the same trials and results (metric and mode set; numpy's global random state "
+      "seeded alike before the first trial is added), ASHAScheduler(max_t, grace_period, "
+      "reduction_factor, brackets, stop_last_trials) decides as Ray's: rungs of bracket s "
+      "at grace_period * rf**(k + s); a trial joins a bracket drawn with probability "
+      "proportional to e**(its rungs - the most rungs); a result at or past max_t stops the "
+      "trial (with stop_last_trials); otherwise the result is judged at the highest rung "
+      "it reached and is not recorded at: STOP when its signed value is below the (1 - "
+      "1/rf) quantile of the values recorded there (NaN ignored), and recorded either way; "
+      "a completed trial's last result is recorded the same way.",
+      "python/ray/tune/schedulers/async_hyperband.py",
+      "ASHAScheduler(metric='loss', mode='min', max_t=4, grace_period=1, "
+      "reduction_factor=2): losses 1, 3 at t=1 -> the second trial STOPs",
+      "Which trials a scheduler stops decides what a search finds; a custom controller or "
+      "a resumed experiment must see the same decisions as Ray's."),
     C("tune.trainer-rejected", "MUST", "A Train V2 trainer is not a Tune trainable",
       "Tuner(TorchTrainer(fn, ...)) raises TuneError(\"Improper 'run' - not string nor "
       "trainable.\") at construction; Tuner(None) (any falsy trainable) raises "

@@ -29,6 +29,8 @@ import os
 import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conformance import assertions, tune_probe
 from conformance.adapters.base import NodeSpec
@@ -757,3 +759,137 @@ def check_train_interop(impl):
     ranks = sorted({(e["rank"], e["step"]) for e in run.journal.events("train_reported")})
     assertions.equal(ranks, [(rank, s) for rank in range(2) for s in range(steps)],
                      "(rank, step) of the Train reports that returned", run.setting)
+
+
+# ------------------------------------------------------------------------ ASHA decisions
+class _Trial:
+    """What a scheduler reads of a trial: its id."""
+
+    def __init__(self, trial_id: str):
+        self.trial_id = trial_id
+
+
+def asha_oracle(config: dict, events: list, seed: int) -> list:
+    """The decisions of Ray's ASHA for `events` ("add", i) / ("result", i, t, value) /
+    ("complete", i, t, value): "CONTINUE" or "STOP" for each result, None otherwise.
+
+    Rungs of bracket s at grace_period * rf**(k + s) for k < int(log(max_t / grace) /
+    log(rf) - s + 1); a trial joins bracket i with probability proportional to
+    e**(rungs_i - most rungs), drawn by numpy's global random state (seeded with `seed`
+    before the first "add"). A result at t >= max_t stops the trial (with
+    stop_last_trials); otherwise, at the highest rung t reached where the trial is not
+    recorded yet (unless, without stop_last_trials, it is recorded at a rung it reached),
+    the signed value is compared with the (1 - 1/rf) quantile of the values recorded there
+    (NaN ignored): below it, STOP; the value is recorded either way. A completion records
+    the same way and decides nothing."""
+    import numpy as np
+
+    max_t, grace, rf = config["max_t"], config["grace_period"], config["reduction_factor"]
+    sign = 1.0 if config["mode"] == "max" else -1.0
+    stop_last = config["stop_last_trials"]
+    brackets = []
+    for s in range(config["brackets"]):
+        count = int(np.log(max_t / grace) / np.log(rf) - s + 1)
+        brackets.append([(grace * rf ** (k + s), {}) for k in reversed(range(count))])
+    of = {}
+
+    def record(rungs, trial, t, reward) -> str:
+        for milestone, recorded in rungs:
+            if t >= milestone and trial in recorded and not stop_last:
+                return "CONTINUE"
+            if t < milestone or trial in recorded:
+                continue
+            decision = "CONTINUE"
+            if recorded and reward < np.nanpercentile(list(recorded.values()),
+                                                      (1 - 1 / rf) * 100):
+                decision = "STOP"
+            recorded[trial] = reward
+            return decision
+        return "CONTINUE"
+
+    np.random.seed(seed)
+    out = []
+    for event in events:
+        if event[0] == "add":
+            sizes = np.array([len(b) for b in brackets])
+            weights = np.e ** (sizes - sizes.max())
+            of[event[1]] = brackets[np.random.choice(len(brackets), p=weights / weights.sum())]
+            out.append(None)
+            continue
+        _, trial, t, value = event
+        if event[0] == "complete":
+            record(of.pop(trial), trial, t, sign * value)
+            out.append(None)
+        elif t >= max_t and stop_last:
+            out.append("STOP")
+        else:
+            out.append(record(of[trial], trial, t, sign * value))
+    return out
+
+
+@st.composite
+def _asha_cases(draw):
+    grace = draw(st.integers(1, 4))
+    config = {"max_t": draw(st.integers(grace, 24)), "grace_period": grace,
+              "reduction_factor": draw(st.sampled_from([2, 3, 4, 1.5])),
+              "brackets": draw(st.integers(1, 3)), "mode": draw(st.sampled_from(["min", "max"])),
+              "stop_last_trials": draw(st.booleans())}
+    trials = draw(st.integers(1, 6))
+    values = st.one_of(st.integers(-5, 5).map(float), st.just(math.nan))
+    lengths = [draw(st.integers(1, config["max_t"] + 1)) for _ in range(trials)]
+    # each trial reports t = 1, 2, ... in its own order; the trials' results interleave
+    order = draw(st.permutations([i for i in range(trials) for _ in range(lengths[i])]))
+    return config, lengths, [(i, draw(values)) for i in order]
+
+
+def _asha_events(config: dict, lengths: list, results: list, decide) -> tuple[list, list]:
+    """Feed the results to `decide(event)` as Tune would: each trial is added before its
+    first result, a stopped trial reports no more, a trial that ran all its results
+    completes with its last one. Returns (events, decisions)."""
+    events, decisions, seen, stopped = [], [], {}, set()
+    for trial, value in results:
+        if trial in stopped:
+            continue
+        if trial not in seen:
+            events.append(("add", trial))
+            decisions.append(decide(events[-1]))
+        seen[trial] = seen.get(trial, 0) + 1
+        events.append(("result", trial, seen[trial], value))
+        decisions.append(decide(events[-1]))
+        if decisions[-1] == "STOP":
+            stopped.add(trial)
+        elif seen[trial] == lengths[trial]:
+            events.append(("complete", trial, seen[trial], value))
+            decisions.append(decide(events[-1]))
+    return events, decisions
+
+
+@clause("tune.asha-decisions")
+@pytest.mark.filterwarnings("ignore:All-NaN slice encountered")
+@given(case=_asha_cases(), seed=st.integers(0, 2**31 - 1))
+def check_asha_decisions(impl, case, seed):
+    import numpy as np
+
+    config, lengths, results = case
+    schedulers = importlib.import_module(f"{impl.tune.__name__}.schedulers")
+    scheduler = schedulers.ASHAScheduler(metric="loss", **config)
+    trials: dict = {}
+
+    def decide(event):
+        trial = trials.setdefault(event[1], _Trial(f"t{event[1]}"))
+        if event[0] == "add":
+            scheduler.on_trial_add(None, trial)
+            return None
+        result = {"training_iteration": event[2], "loss": event[3]}
+        if event[0] == "complete":
+            scheduler.on_trial_complete(None, trial, result)
+            return None
+        return str(scheduler.on_trial_result(None, trial, result))
+
+    np.random.seed(seed)
+    events, decisions = _asha_events(config, lengths, results, decide)
+    expected = asha_oracle(config, events, seed)
+    setting = (f"{impl.name}: ASHAScheduler(metric='loss', {config}), numpy seed {seed}, "
+               f"events {events}")
+    assertions.equal(decisions, expected, "the scheduler's decision for each event (None: "
+                     "add or complete)", setting)
