@@ -1512,6 +1512,13 @@ ALL = [
       "tune.Tuner(TorchTrainer(fn))  # TuneError: Improper 'run' - not string nor trainable.",
       "V2 trainers are tuned through a driver function (tune.train-interop); passing one "
       "directly must fail loudly, not run something else."),
+    C("tune.outside-session", "MUST", "tune.report and get_checkpoint outside a trial warn once",
+      "Called outside a function run by a Tuner or Trainer, tune.report(...) and "
+      "tune.get_checkpoint() return None and each gives one UserWarning per process ('`report` "
+      "is meant to only be called inside a function that is executed by a Tuner or "
+      "Trainer. Returning `None`.'), however often called.",
+      "python/ray/train/_internal/session.py:_warn_session_misuse",
+      "tune.report({'a': 1})  # UserWarning, once; returns None"),
     C("tune.report", "MUST", "tune.report in a function trainable",
       "report(metrics, *, checkpoint=None) (checkpoint keyword-only). Each call in a function "
       "trainable is one result: training_iteration counts the calls from 1, "
@@ -1520,7 +1527,9 @@ ALL = [
       "training_iteration, trial_id, config (== Result.config), done (True), pid (the trial "
       "process), time_total_s, time_this_iter_s, time_since_restore, iterations_since_restore "
       "(== training_iteration on a first start), timestamp, date, hostname, node_ip, "
-      "experiment_tag and checkpoint_dir_name (None on a report without a checkpoint).",
+      "experiment_tag and checkpoint_dir_name (None on a report without a checkpoint); on a "
+      "first start time_total_s equals time_since_restore (both sum the time between "
+      "results).",
       TUNE + "trainable/trainable_fn_utils.py; " + TUNE + "result.py",
       "tune.report({'score': 1.0})  # result.metrics['training_iteration'] == 1"),
     C("tune.trials", "MUST", "num_samples x grid trials with resolved configs",

@@ -316,6 +316,10 @@ def check_report(impl):
                          run.setting)
         assertions.equal(m["pid"], starts[m["trial_id"]][0]["pid"],
                          f"{what}: metrics['pid'] (the trial's process)", run.setting)
+        gap = abs(m["time_total_s"] - m["time_since_restore"])
+        assertions.equal(gap < 0.5, True, f"{what}: time_total_s ({m['time_total_s']!r}) "
+                         f"within 0.5 s of time_since_restore ({m['time_since_restore']!r}) on "
+                         "a first start (both sum the time between results)", run.setting)
         assertions.equal(isinstance(m["time_total_s"], float) and m["time_total_s"] >= 0, True,
                          f"{what}: time_total_s is a float >= 0 (seen {m['time_total_s']!r})",
                          run.setting)
@@ -893,3 +897,28 @@ def check_asha_decisions(impl, case, seed):
                f"events {events}")
     assertions.equal(decisions, expected, "the scheduler's decision for each event (None: "
                      "add or complete)", setting)
+
+
+@clause("tune.outside-session")
+def check_outside_a_trial_warns_once(impl):
+    import subprocess
+    import sys
+
+    code = ("import importlib, warnings\n"
+            f"tune = importlib.import_module({impl.tune.__name__!r})\n"
+            "with warnings.catch_warnings(record=True) as seen:\n"
+            "    warnings.simplefilter('always')\n"
+            "    got = [tune.report({'a': 1}), tune.report({'a': 2}), tune.get_checkpoint(),\n"
+            "           tune.get_checkpoint()]\n"
+            "print(repr((got, [(w.category.__name__, str(w.message)) for w in seen])))\n")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, PYTHONPATH=path), cwd=root)
+    said = ("`{}` is meant to only be called inside a function that is executed by a Tuner "
+            "or Trainer. Returning `None`.")
+    assertions.equal(done.stdout.strip().splitlines()[-1:],
+                     [repr(([None] * 4, [("UserWarning", said.format("report")),
+                                         ("UserWarning", said.format("get_checkpoint"))]))],
+                     "(what tune.report twice and tune.get_checkpoint twice returned outside a "
+                     f"trial, the warnings given) (stderr: {done.stderr[-1500:]!r})", impl.name)
