@@ -1496,7 +1496,9 @@ ALL = [
       "trial (with stop_last_trials); otherwise the result is judged at the highest rung "
       "it reached and is not recorded at: STOP when its signed value is below the (1 - "
       "1/rf) quantile of the values recorded there (NaN ignored), and recorded either way; "
-      "a completed trial's last result is recorded the same way.",
+      "a completed trial's last result is recorded the same way. The constructor raises "
+      "AssertionError unless max_t > 0, grace_period <= max_t, grace_period > 0, "
+      "reduction_factor > 1, brackets > 0 and mode is None, 'min' or 'max'.",
       "python/ray/tune/schedulers/async_hyperband.py",
       "ASHAScheduler(metric='loss', mode='min', max_t=4, grace_period=1, "
       "reduction_factor=2): losses 1, 3 at t=1 -> the second trial STOPs",

@@ -922,3 +922,19 @@ def check_outside_a_trial_warns_once(impl):
                                          ("UserWarning", said.format("get_checkpoint"))]))],
                      "(what tune.report twice and tune.get_checkpoint twice returned outside a "
                      f"trial, the warnings given) (stderr: {done.stderr[-1500:]!r})", impl.name)
+
+
+@clause("tune.asha-decisions")
+def check_asha_arguments(impl):
+    schedulers = importlib.import_module(f"{impl.tune.__name__}.schedulers")
+    make = schedulers.ASHAScheduler
+    for kwargs in ({"max_t": 0}, {"max_t": -1}, {"max_t": 3, "grace_period": 4},
+                   {"grace_period": 0}, {"reduction_factor": 1}, {"reduction_factor": 0.5},
+                   {"brackets": 0}, {"mode": "avg"}):
+        with pytest.raises(AssertionError):
+            make(metric="loss", **kwargs)
+    # the boundaries allowed
+    for kwargs in ({"max_t": 1, "grace_period": 1}, {"max_t": 3, "grace_period": 3},
+                   {"reduction_factor": 1.01}, {"brackets": 1}, {"mode": "max"},
+                   {"mode": None}):
+        make(metric="loss", **kwargs)
