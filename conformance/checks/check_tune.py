@@ -821,6 +821,11 @@ def asha_oracle(config: dict, events: list, seed: int) -> list:
             out.append(None)
             continue
         _, trial, t, value = event
+        if value is None:  # a result without the metric: nothing to judge or record
+            out.append("CONTINUE" if event[0] == "result" else None)
+            if event[0] == "complete":
+                of.pop(trial)
+            continue
         if event[0] == "complete":
             record(of.pop(trial), trial, t, sign * value)
             out.append(None)
@@ -839,31 +844,33 @@ def _asha_cases(draw):
               "brackets": draw(st.integers(1, 3)), "mode": draw(st.sampled_from(["min", "max"])),
               "stop_last_trials": draw(st.booleans())}
     trials = draw(st.integers(1, 6))
-    values = st.one_of(st.integers(-5, 5).map(float), st.just(math.nan))
+    values = st.one_of(st.integers(-5, 5).map(float), st.just(math.nan), st.none())
     lengths = [draw(st.integers(1, config["max_t"] + 1)) for _ in range(trials)]
-    # each trial reports t = 1, 2, ... in its own order; the trials' results interleave
+    # each trial's time goes up by 1 to 3 a result (a jump may pass rungs); the trials'
+    # results interleave; a value None is a result without the metric
     order = draw(st.permutations([i for i in range(trials) for _ in range(lengths[i])]))
-    return config, lengths, [(i, draw(values)) for i in order]
+    return config, lengths, [(i, draw(values), draw(st.integers(1, 3))) for i in order]
 
 
 def _asha_events(config: dict, lengths: list, results: list, decide) -> tuple[list, list]:
     """Feed the results to `decide(event)` as Tune would: each trial is added before its
     first result, a stopped trial reports no more, a trial that ran all its results
     completes with its last one. Returns (events, decisions)."""
-    events, decisions, seen, stopped = [], [], {}, set()
-    for trial, value in results:
+    events, decisions, count, clock, stopped = [], [], {}, {}, set()
+    for trial, value, step in results:
         if trial in stopped:
             continue
-        if trial not in seen:
+        if trial not in count:
             events.append(("add", trial))
             decisions.append(decide(events[-1]))
-        seen[trial] = seen.get(trial, 0) + 1
-        events.append(("result", trial, seen[trial], value))
+        count[trial] = count.get(trial, 0) + 1
+        clock[trial] = clock.get(trial, 0) + step
+        events.append(("result", trial, clock[trial], value))
         decisions.append(decide(events[-1]))
         if decisions[-1] == "STOP":
             stopped.add(trial)
-        elif seen[trial] == lengths[trial]:
-            events.append(("complete", trial, seen[trial], value))
+        elif count[trial] == lengths[trial]:
+            events.append(("complete", trial, clock[trial], value))
             decisions.append(decide(events[-1]))
     return events, decisions
 
@@ -884,7 +891,9 @@ def check_asha_decisions(impl, case, seed):
         if event[0] == "add":
             scheduler.on_trial_add(None, trial)
             return None
-        result = {"training_iteration": event[2], "loss": event[3]}
+        result = {"training_iteration": event[2]}
+        if event[3] is not None:
+            result["loss"] = event[3]
         if event[0] == "complete":
             scheduler.on_trial_complete(None, trial, result)
             return None
