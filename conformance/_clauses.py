@@ -1453,6 +1453,16 @@ ALL = [
       ray_note="In Ray 2.60 the passes of a rank over a from_items dataset held the same "
       "rows in the same order; the split gives no such guarantee, so the clause does not "
       "require it."),
+    C("data.batches", "MUST", "Batches of exactly batch_size, every row once",
+      "iter_batches and iter_torch_batches(batch_size=b, drop_last=..., "
+      "prefetch_batches=..., local_shuffle_buffer_size=..., local_shuffle_seed=...) cut an "
+      "epoch into batches of exactly b rows but one shorter (none with drop_last), "
+      "whatever the dataset's blocks; each row comes once per epoch (all of them without "
+      "drop_last); prefetching and a local shuffle buffer change only the order (with "
+      "prefetch_batches > 1 Ray may yield the short batch before others).", "python/ray/data/iterator.py; python/ray/data/_internal/block_batching/",
+      "from_items(10 rows).repartition(3).iter_batches(batch_size=4) -> 4, 4, 2 rows",
+      "A training loop sizes its steps by batch_size; a lost or repeated row biases the "
+      "epoch."),
     C("data.torch-batches", "MUST", "iter_torch_batches on a shard: dtypes, device, collate_fn",
       "On a shard in a TorchTrainer worker, iter_torch_batches(batch_size=k, dtypes=...) "
       "yields dicts of column name to torch.Tensor; dtypes given as a dict sets each "

@@ -21,6 +21,8 @@ import inspect
 import os
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conformance import assertions, data_probe
 from conformance.catalogue import clause
@@ -411,3 +413,39 @@ def _local_error(seen: list | None, name, what: str, setting: str) -> None:
         raise AssertionError(f"{what} raised {seen!r} (None: returned), expected an "
                              f"AssertionError naming {str(name)!r} (Ray: "
                              f"{LOCAL_ERROR.format(name=name)!r}) [{setting}]")
+
+
+@clause("data.batches")
+@settings(max_examples=30, deadline=None)
+@given(rows=st.integers(1, 40), blocks=st.integers(1, 5), batch=st.integers(1, 12),
+       drop_last=st.booleans(), shuffle=st.one_of(st.none(), st.integers(1, 16)),
+       prefetch=st.integers(0, 3), torch=st.booleans())
+def check_batches_cover_every_row(impl, rows, blocks, batch, drop_last, shuffle, prefetch,
+                                  torch):
+    """Every epoch of iter_batches / iter_torch_batches cuts the rows into batches of
+    exactly batch_size (one shorter, or none with drop_last), each row once, whatever the
+    blocks, the prefetching and a local shuffle buffer."""
+    if torch:
+        pytest.importorskip("torch")
+    ds = impl.data.from_items(data_probe.items(rows)).repartition(blocks)
+    options = dict(batch_size=batch, drop_last=drop_last, prefetch_batches=prefetch,
+                   local_shuffle_buffer_size=shuffle, local_shuffle_seed=7)
+    if torch:
+        epoch = ds.iter_torch_batches(**options)
+        ids = [[int(i) for i in b["id"].tolist()] for b in epoch]
+    else:
+        epoch = ds.iter_batches(batch_format="numpy", **options)
+        ids = [[int(i) for i in b["id"]] for b in epoch]
+    setting = (f"{impl.name}: from_items({rows} rows).repartition({blocks})."
+               f"{'iter_torch_batches' if torch else 'iter_batches'}({options})")
+    full, rest = divmod(rows, batch)
+    sizes = [batch] * full + ([rest] if rest and not drop_last else [])
+    # Ray formats batches on several threads when it prefetches: they may come out of order
+    assertions.equal(sorted(len(b) for b in ids), sorted(sizes), "batch sizes (sorted)",
+                     setting)
+    seen = [i for b in ids for i in b]
+    assertions.equal(len(set(seen)), len(seen), "rows seen more than once", setting)
+    assertions.equal(set(seen) <= set(range(rows)), True, f"ids {sorted(seen)} are the "
+                     "dataset's", setting)
+    if shuffle is None and not drop_last:
+        assertions.equal(sorted(seen), list(range(rows)), "ids of one epoch", setting)
