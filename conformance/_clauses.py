@@ -1507,7 +1507,9 @@ ALL = [
       "it reached and is not recorded at: STOP when its signed value is below the (1 - "
       "1/rf) quantile of the values recorded there (NaN ignored), and recorded either way; "
       "a completed trial's last result is recorded the same way; a result without the "
-      "metric is neither judged nor recorded. The constructor raises "
+      "metric is neither judged nor recorded. Its parameters default to "
+      "time_attr='training_iteration', metric=None, mode=None, max_t=100, grace_period=1, "
+      "reduction_factor=4, brackets=1, stop_last_trials=True. The constructor raises "
       "AssertionError unless max_t > 0, grace_period <= max_t, grace_period > 0, "
       "reduction_factor > 1, brackets > 0 and mode is None, 'min' or 'max'.",
       "python/ray/tune/schedulers/async_hyperband.py",

@@ -937,6 +937,11 @@ def check_outside_a_trial_warns_once(impl):
 def check_asha_arguments(impl):
     schedulers = importlib.import_module(f"{impl.tune.__name__}.schedulers")
     make = schedulers.ASHAScheduler
+    assertions.equal({k: p.default for k, p in inspect.signature(make).parameters.items()},
+                     {"time_attr": "training_iteration", "metric": None, "mode": None,
+                      "max_t": 100, "grace_period": 1, "reduction_factor": 4, "brackets": 1,
+                      "stop_last_trials": True}, "ASHAScheduler's parameters and defaults",
+                     impl.name)
     for kwargs in ({"max_t": 0}, {"max_t": -1}, {"max_t": 3, "grace_period": 4},
                    {"grace_period": 0}, {"reduction_factor": 1}, {"reduction_factor": 0.5},
                    {"brackets": 0}, {"mode": "avg"}):
