@@ -1470,7 +1470,8 @@ ALL = [
       "default) the tensors are on ray.train.torch.get_device() (the CPU for CPU workers). "
       "Passing both collate_fn and dtypes raises ValueError('collate_fn cannot be used with "
       "dtypes. You should manually convert the output Torch tensors to the desired dtype "
-      "inside collate_fn.') when iter_torch_batches is called.",
+      "inside collate_fn.') when iter_torch_batches is called. A column of equal-length "
+      "lists becomes one tensor (batch, length); a ragged one makes iteration raise.",
       "python/ray/data/iterator.py:DataIterator.iter_torch_batches",
       "shard.iter_torch_batches(batch_size=4, dtypes={'id': torch.int32, 'x': torch.float64})"),
     C("data.restart", "MUST", "A restarted group gets fresh equal shards; callables re-run",

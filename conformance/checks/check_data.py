@@ -419,9 +419,10 @@ def _local_error(seen: list | None, name, what: str, setting: str) -> None:
 @settings(max_examples=30, deadline=None)
 @given(rows=st.integers(1, 40), blocks=st.integers(1, 5), batch=st.integers(1, 12),
        drop_last=st.booleans(), shuffle=st.one_of(st.none(), st.integers(1, 16)),
-       prefetch=st.integers(0, 3), torch=st.booleans())
+       prefetch=st.integers(0, 3), torch=st.booleans(),
+       device=st.sampled_from(["auto", "cpu"]))
 def check_batches_cover_every_row(impl, rows, blocks, batch, drop_last, shuffle, prefetch,
-                                  torch):
+                                  torch, device):
     """Every epoch of iter_batches / iter_torch_batches cuts the rows into batches of
     exactly batch_size (one shorter, or none with drop_last), each row once, whatever the
     blocks, the prefetching and a local shuffle buffer."""
@@ -431,13 +432,14 @@ def check_batches_cover_every_row(impl, rows, blocks, batch, drop_last, shuffle,
     options = dict(batch_size=batch, drop_last=drop_last, prefetch_batches=prefetch,
                    local_shuffle_buffer_size=shuffle, local_shuffle_seed=7)
     if torch:
-        epoch = ds.iter_torch_batches(**options)
+        epoch = ds.iter_torch_batches(device=device, **options)
         ids = [[int(i) for i in b["id"].tolist()] for b in epoch]
     else:
         epoch = ds.iter_batches(batch_format="numpy", **options)
         ids = [[int(i) for i in b["id"]] for b in epoch]
     setting = (f"{impl.name}: from_items({rows} rows).repartition({blocks})."
-               f"{'iter_torch_batches' if torch else 'iter_batches'}({options})")
+               f"{f'iter_torch_batches(device={device!r}, ' if torch else 'iter_batches('}"
+               f"{options})")
     full, rest = divmod(rows, batch)
     sizes = [batch] * full + ([rest] if rest and not drop_last else [])
     # Ray formats batches on several threads when it prefetches: they may come out of order
@@ -449,3 +451,30 @@ def check_batches_cover_every_row(impl, rows, blocks, batch, drop_last, shuffle,
                      "dataset's", setting)
     if shuffle is None and not drop_last:
         assertions.equal(sorted(seen), list(range(rows)), "ids of one epoch", setting)
+
+
+@clause("data.torch-batches")
+def check_list_columns_become_tensors(impl):
+    pytest.importorskip("torch")
+    d = impl.data
+    even = d.from_items([{"v": [i, i + 1, i + 2]} for i in range(4)])
+    (batch,) = list(even.iter_torch_batches(batch_size=4))
+    assertions.equal((list(batch["v"].shape), batch["v"].tolist()),
+                     ([4, 3], [[i, i + 1, i + 2] for i in range(4)]),
+                     "iter_torch_batches() of a column of equal-length lists (shape, values)",
+                     impl.name)
+    ragged = d.from_items([{"v": [1, 2]}, {"v": [1, 2, 3]}])
+    with pytest.raises(Exception):  # Ray: RuntimeError; the reference: TypeError
+        list(ragged.iter_torch_batches(batch_size=2))
+
+
+@clause("data.batches")
+def check_batch_option_defaults(impl):
+    defaults = {"prefetch_batches": 1, "batch_size": 256, "drop_last": False,
+                "local_shuffle_buffer_size": None, "local_shuffle_seed": None}
+    torch_only = {"dtypes": None, "device": "auto", "collate_fn": None}
+    for method, want in (("iter_batches", dict(defaults, batch_format="default")),
+                         ("iter_torch_batches", dict(defaults, **torch_only))):
+        params = inspect.signature(getattr(impl.data.DataIterator, method)).parameters
+        assertions.equal({k: params[k].default if k in params else "<missing>" for k in want},
+                         want, f"DataIterator.{method}'s defaults", impl.name)
