@@ -344,7 +344,7 @@ def check_prepare_trainer_reads_dataset_shards(impl):
     _transformers(impl)
     d = impl.data
     datasets = {name: d.from_items(token_items(rows, seed)) for (name, rows), seed
-                in zip(DATA_ROWS.items(), (0, 1))}
+                in zip(DATA_ROWS.items(), (0, 1), strict=True)}
     result, journal, setting = _fit(impl, transformers_data_probe, "hf-data", WORKERS,
                                     datasets)
     setting += (f", datasets {DATA_ROWS} rows; Trainer(train_dataset=<'train' shard>."

@@ -136,7 +136,7 @@ def check_config(impl):
                      "run time>).backend_cls", impl.name)
     for other in ("tcp", "federated"):  # sorting after and before 'rabit'
         with pytest.raises(NotImplementedError, match=f"Unsupported backend: {other}"):
-            tx.XGBoostConfig(xgboost_communicator=other).backend_cls
+            _ = tx.XGBoostConfig(xgboost_communicator=other).backend_cls
     try:
         cls = tx.XGBoostConfig(xgboost_communicator="nccl").backend_cls
     except NotImplementedError as exc:
