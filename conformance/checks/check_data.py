@@ -478,3 +478,20 @@ def check_batch_option_defaults(impl):
         params = inspect.signature(getattr(impl.data.DataIterator, method)).parameters
         assertions.equal({k: params[k].default if k in params else "<missing>" for k in want},
                          want, f"DataIterator.{method}'s defaults", impl.name)
+        assertions.equal({p.kind.name for k, p in params.items() if k != "self"},
+                         {"KEYWORD_ONLY"}, f"kinds of DataIterator.{method}'s parameters",
+                         impl.name)
+
+
+@clause("data.batches")
+def check_a_slow_consumer_gets_every_row(impl):
+    """A training step slower than reading: the prefetching must wait, not give up."""
+    import time
+
+    ds = impl.data.from_items(data_probe.items(12)).repartition(6)
+    seen = []
+    for batch in ds.iter_batches(batch_size=2, batch_format="numpy", prefetch_batches=1):
+        seen += [int(i) for i in batch["id"]]
+        time.sleep(0.25)
+    assertions.equal(sorted(seen), list(range(12)), "ids read by a consumer sleeping 0.25 s "
+                     "a batch (6 blocks, prefetch_batches=1)", impl.name)
