@@ -154,11 +154,11 @@ def stage_checkpoint(checkpoint, storage, staging: str, move: bool) -> None:
         os.makedirs(staging, exist_ok=True)
         if move and not _holds_links(src):
             for name in os.listdir(src):
-                target = os.path.join(staging, name)
-                if os.path.isdir(target) and not os.path.islink(target):
-                    shutil.copytree(os.path.join(src, name), target, dirs_exist_ok=True)
+                source, target = os.path.join(src, name), os.path.join(staging, name)
+                if os.path.isdir(source):
+                    _move_or_merge(source, target)
                 else:
-                    os.replace(os.path.join(src, name), target)
+                    os.replace(source, target)
         else:
             shutil.copytree(src, staging, dirs_exist_ok=True)
     else:
@@ -166,6 +166,15 @@ def stage_checkpoint(checkpoint, storage, staging: str, move: bool) -> None:
         fs_utils.copy_tree(src_fs, src, fs, staging)
     if move and local_src:
         shutil.rmtree(src, ignore_errors=True)
+
+
+def _move_or_merge(source: str, target: str) -> None:
+    """Move a folder into the staging folder; when another rank already staged a folder
+    of that name (it may do so at any moment), merge into it instead."""
+    try:
+        os.rename(source, target)
+    except OSError:  # ENOTEMPTY / EEXIST: the target is another rank's folder
+        shutil.copytree(source, target, dirs_exist_ok=True)
 
 
 def _holds_links(folder: str) -> bool:
