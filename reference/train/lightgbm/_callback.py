@@ -85,7 +85,7 @@ class RayTrainReportCallback:
             folds = len(entry) > 4  # lightgbm.cv: (..., is_higher_better, stdv of the folds)
             scores = result.setdefault(data_name, {})
             scores[eval_name + ("-mean" if folds else "")] = value
-            if folds:
+            if folds and entry[4] is not None:
                 scores[eval_name + "-stdv"] = entry[4]
         return result
 
