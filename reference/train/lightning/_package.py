@@ -26,7 +26,6 @@ def lightning_environment_base() -> type:
     return LightningEnvironment
 
 
-pl = import_lightning()
 # Lightning 2.1 or later (2.0 saved broken FSDP checkpoints; 1.x named the strategy
 # DDPFullyShardedStrategy); the project's `lightning` extra asks for 2.4 or later.
-FSDPStrategy = pl.strategies.FSDPStrategy
+pl = import_lightning()

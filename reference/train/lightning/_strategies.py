@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from reference.train.lightning._package import FSDPStrategy, lightning_environment_base, pl
+from reference.train.lightning._package import lightning_environment_base, pl
 
 
 def _context():
@@ -44,7 +44,7 @@ class RayDDPStrategy(_TrainContextDevices, pl.strategies.DDPStrategy):
     """Lightning's ``DDPStrategy`` (same arguments) on the train context's device and ranks."""
 
 
-class RayFSDPStrategy(_TrainContextDevices, FSDPStrategy):
+class RayFSDPStrategy(_TrainContextDevices, pl.strategies.FSDPStrategy):
     """Lightning's ``FSDPStrategy`` (same arguments) on the train context's device and ranks
     (Lightning 2.1 or later: sharded checkpoints and FSDP options as Lightning has them)."""
 
