@@ -95,36 +95,55 @@ def frame(kind: int, payload: bytes = b"") -> bytes:
 
 
 class FrameReader:
-    """Incremental frame parser for a non-blocking reader."""
+    """Incremental frame parser for a non-blocking reader, linear in the bytes fed: a frame
+    that arrives over many reads is copied once, into a buffer of the length its header
+    announced (checked against `limit` before anything is allocated)."""
 
     def __init__(self, limit: int = MAX_HANDSHAKE_FRAME):
         self.limit = limit
-        self._buf = bytearray()
+        self._head = bytearray()            # a header split over reads (< HEADER.size bytes)
+        self._body: bytearray | None = None  # the payload of a frame split over reads
+        self._got = 0
+        self._kind = 0
 
     def feed(self, data: bytes) -> list[tuple[int, bytes]]:
-        # The common case - whole frames in one recv - parses `data` in place, no copy.
-        if self._buf:
-            self._buf += data
-            data = bytes(self._buf)
-            self._buf.clear()
         out = []
-        pos, size = 0, len(data)
-        while size - pos >= HEADER.size:
-            length, kind = HEADER.unpack_from(data, pos)
+        view = memoryview(data)
+        pos, size = 0, len(view)
+        while pos < size:
+            if self._body is not None:
+                n = min(size - pos, len(self._body) - self._got)
+                self._body[self._got:self._got + n] = view[pos:pos + n]
+                self._got += n
+                pos += n
+                if self._got == len(self._body):
+                    out.append((self._kind, bytes(self._body)))
+                    self._body, self._got = None, 0
+                continue
+            if self._head or size - pos < HEADER.size:
+                take = min(HEADER.size - len(self._head), size - pos)
+                self._head += view[pos:pos + take]
+                pos += take
+                if len(self._head) < HEADER.size:
+                    break
+                length, kind = HEADER.unpack(self._head)
+                self._head.clear()
+            else:
+                length, kind = HEADER.unpack_from(view, pos)
+                pos += HEADER.size
             if length > self.limit:
                 raise ProtocolError(f"frame of {length} bytes exceeds the limit of {self.limit}")
-            end = pos + HEADER.size + length
-            if end > size:
-                break
-            out.append((kind, data[pos + HEADER.size:end]))
-            pos = end
-        if pos < size:
-            self._buf += data[pos:]
+            if size - pos >= length:  # the common case: the whole frame is in this read
+                out.append((kind, bytes(view[pos:pos + length])))
+                pos += length
+            else:
+                self._body, self._got, self._kind = bytearray(length), 0, kind
         return out
 
     @property
     def pending(self) -> int:
-        return len(self._buf)
+        """Bytes held of a frame not yet complete."""
+        return len(self._head) + self._got
 
 
 # -- blocking helpers (nodes, workers, clients) ----------------------------------------------
