@@ -148,7 +148,12 @@ class Tuner:
         """Continue the experiment in `path`: finished trials stay as they are; unfinished
         ones resume from their latest checkpoint (`resume_unfinished`); errored ones resume
         from theirs (`resume_errored`) or start over (`restart_errored`). `param_space`
-        re-supplies objects that could not be pickled (same keys as the original)."""
+        re-supplies objects that could not be pickled (same keys as the original).
+
+        Restore only folders you trust: restoring unpickles files of the experiment folder
+        (`tuner.pkl`, the searcher's saved state, each trial's `params.pkl` and `error.pkl`),
+        and unpickling runs whatever code the file's author chose. A folder that other users
+        can write into is not trusted (docs/security.md)."""
         import pickle
 
         from reference.tune._controller import EXPERIMENT_STATE, SEARCHER_STATE

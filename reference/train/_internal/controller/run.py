@@ -21,7 +21,11 @@ from reference.train._internal.controller.policies import FailurePolicy, Scaling
 from reference.train._internal.controller.run_context import TrainRunContext, WithRunContext
 from reference.train._internal.storage import fs_utils
 from reference.train._internal.storage.checkpoint_manager import CheckpointManager
-from reference.train._internal.storage.persist import persist_as_checkpoint, remove_temporaries
+from reference.train._internal.storage.persist import (
+    persist_as_checkpoint,
+    remove_quietly,
+    remove_temporaries,
+)
 from reference.train._internal.storage.run_lock import acquire_run_lock, take_over_requested
 from reference.train._internal.storage.storage_context import StorageContext
 
@@ -155,7 +159,7 @@ def commit_staged(storage, prefix: str, attempt: int, index: int, dir_name: str 
         return persist_as_checkpoint(storage, [(storage.storage_filesystem, staged)], name,
                                      mode="move")
     finally:
-        _remove_quietly(storage.storage_filesystem, staged)
+        remove_quietly(storage.storage_filesystem, staged)
 
 
 def discard_staged(storage, prefix: str, attempt: int) -> None:
@@ -165,15 +169,7 @@ def discard_staged(storage, prefix: str, attempt: int) -> None:
     selector = pafs.FileSelector(storage.experiment_fs_path, allow_not_found=True)
     for info in fs.get_file_info(selector):
         if info.base_name.startswith(head):
-            _remove_quietly(fs, info.path)
-
-
-def _remove_quietly(fs, fs_path: str) -> None:
-    try:
-        if fs_utils.exists(fs, fs_path):
-            fs_utils.delete_path(fs, fs_path)
-    except Exception:  # noqa: BLE001 - a leftover `.tmp-` folder is removed by the next fit
-        logger.exception("Could not remove the staging folder %r", fs_path)
+            remove_quietly(fs, info.path)
 
 
 def build_result(manager, storage, return_value):

@@ -28,7 +28,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from reference.train._internal.storage import checkpoint_order, persist, snapshot
+from reference.train._internal.storage import checkpoint_order, confine, persist, snapshot
 from reference.train._internal.storage.checkpoint_order import flatten_metrics
 from reference.train._internal.storage.snapshot import (
     CheckpointManagerInitializationError,
@@ -410,7 +410,9 @@ class CheckpointManager:
         ):
             record = CheckpointRecord(
                 dir_name=entry.checkpoint_dir_name,
-                fs_path=storage.build_checkpoint_path_from_name(entry.checkpoint_dir_name),
+                fs_path=confine.inside(  # a forged snapshot may name a path through a link
+                    storage, storage.build_checkpoint_path_from_name(entry.checkpoint_dir_name),
+                    "restoring the run snapshot's checkpoint"),
                 metrics=entry.metrics,
                 report_index=index,
                 restored=True,

@@ -55,6 +55,14 @@ def commit_strategy(fs: pafs.FileSystem) -> str:
     return COMMIT_DIRECT
 
 
+def innermost(fs: pafs.FileSystem, fs_path: str) -> tuple[pafs.FileSystem, str]:
+    """The innermost filesystem behind `fs` and `fs_path` on it (SubTreeFileSystem unwrapped)."""
+    while isinstance(fs, pafs.SubTreeFileSystem):
+        fs_path = join(fs.base_path, fs_path.lstrip("/"))
+        fs = fs.base_fs
+    return fs, fs_path
+
+
 def join(*parts: str) -> str:
     """Join fs path parts with '/' (fs paths are posix on every filesystem pyarrow offers)."""
     return posixpath.join(*parts)

@@ -9,7 +9,8 @@ either stay in the folder after every fit or, removed on release, break mutual e
 waiter that opened the old inode can lock it while a newcomer locks a new file of the same
 name; filelock keeps its Unix lock files for that reason).
 
-Why flock (through `filelock`, non-blocking): the kernel drops it when the owning process
+Why flock (non-blocking, on a descriptor opened with `O_NOFOLLOW` and without `O_TRUNC`, so a
+marker planted as a link is refused and never truncates what it points to): the kernel drops it when the owning process
 dies, SIGKILL included, so a crashed owner never leaves a stale lock on a local disk; NFS
 servers drop a dead client's locks when its lease expires (about 90 s). The owner record
 (run_owner.OWNER_FILENAME) is written beside it only after the lock is held, and removed
@@ -31,9 +32,7 @@ import os
 import time
 import uuid
 
-import filelock
-
-from reference.train._internal.storage import fs_utils
+from reference.train._internal.storage import confine, fs_utils
 from reference.train._internal.storage.run_owner import OWNER_FILENAME, RunLock, RunOwner
 
 logger = logging.getLogger(__name__)
@@ -43,10 +42,41 @@ RECORD_WAIT_S = 2.0
 _POLL_S = 0.02
 
 
+class _Flock:
+    """An exclusive `flock` on one open descriptor of the marker (read-write: NFS emulates
+    flock with POSIX locks, which need a descriptor open for writing)."""
+
+    def __init__(self, path: str):
+        self._fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        self.is_locked = False
+
+    def try_acquire(self) -> bool:
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        self.is_locked = True
+        return True
+
+    def release(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)  # drops the lock
+            self._fd, self.is_locked = -1, False
+
+
+def _open_marker(marker: str) -> _Flock:
+    try:
+        return _Flock(marker)
+    except OSError as e:
+        if os.path.islink(marker):
+            raise confine.planted(marker, "locking", marker) from e
+        raise
+
+
 class LocalRunLock(RunLock):
     """`flock` held on the run folder's marker while a fit owns the folder."""
 
-    def __init__(self, lock: filelock.BaseFileLock, run_dir: str, owner: RunOwner):
+    def __init__(self, lock: _Flock, run_dir: str, owner: RunOwner):
         self._lock = lock
         self._run_dir = run_dir
         self.owner = owner
@@ -76,7 +106,7 @@ def read_record(run_dir: str) -> RunOwner | None:
 def _write_record(run_dir: str, owner: RunOwner) -> None:
     temp = os.path.join(run_dir, f"{fs_utils.TEMP_PREFIX}owner-{uuid.uuid4().hex}")
     try:
-        with open(temp, "wb") as f:
+        with os.fdopen(confine.create_file(temp, exclusive=True), "wb") as f:
             f.write(owner.to_bytes())
         os.replace(temp, os.path.join(run_dir, OWNER_FILENAME))
     except BaseException:
@@ -85,34 +115,23 @@ def _write_record(run_dir: str, owner: RunOwner) -> None:
         raise
 
 
-def _has_flock(path: str) -> bool:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError as e:
-        return e.errno != errno.ENOSYS
-    finally:
-        os.close(fd)  # also drops the shared probe lock
-    return True
-
-
 def acquire(run_dir: str, marker: str) -> tuple[RunLock | None, RunOwner | None, str]:
     """Try once to own `run_dir`. Returns (lock, None, "") when owned, (None, owner or None,
     "") when another process owns it, and (None, None, reason) when it cannot be locked."""
-    lock = filelock.FileLock(marker, thread_local=False)
+    lock = _open_marker(marker)
     deadline = time.monotonic() + RECORD_WAIT_S
     while True:
         try:
-            lock.acquire(blocking=False)
-            break
-        except filelock.Timeout:
-            pass
-        except NotImplementedError as e:  # filelock releases before 3.13 on ENOSYS
-            return None, None, str(e)
-        if not _has_flock(marker):
-            return None, None, f"the file system of {marker!r} does not support flock"
+            if lock.try_acquire():
+                break
+        except OSError as e:
+            lock.release()
+            if e.errno in (errno.ENOSYS, errno.ENOLCK, errno.EOPNOTSUPP):
+                return None, None, f"the file system of {marker!r} does not support flock"
+            raise
         holder = read_record(run_dir)
         if holder is not None or time.monotonic() > deadline:
+            lock.release()
             return None, holder, ""
         time.sleep(_POLL_S)  # the owner is between taking the lock and writing its record
 

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs as pafs
 
-from reference.train._internal.storage import fs_utils
+from reference.train._internal.storage import confine, fs_utils
 
 if TYPE_CHECKING:  # persist works on a StorageContext; storage_context never imports persist
     from reference.train._internal.storage.storage_context import StorageContext
@@ -154,11 +154,12 @@ def _build_local(sources, temp: str, move: bool) -> None:
     os.makedirs(temp, exist_ok=True)  # a round whose sources are all empty still commits
 
 
-def _commit_local(temp: str, final: str) -> None:
+def _commit_local(storage: StorageContext, temp: str, final: str) -> None:
     os.makedirs(os.path.dirname(final), exist_ok=True)
     if os.path.lexists(final) and not os.path.isdir(final):
         os.unlink(final)
     if os.path.isdir(final) and os.listdir(final):
+        confine.refuse_links_below(storage, final, "merging a checkpoint into")
         _merge_local_tree(temp, final, move=True)
         shutil.rmtree(temp)
     else:
@@ -185,7 +186,8 @@ def persist_checkpoint(
     """
     if mode not in MODES:
         raise ValueError(f"mode={mode!r} is not one of {MODES}.")
-    final = storage.build_checkpoint_path_from_name(checkpoint_dir_name)
+    final = confine.inside(storage, storage.build_checkpoint_path_from_name(checkpoint_dir_name),
+                           "persisting a checkpoint to")
     fs = storage.storage_filesystem
     pairs = normalize_sources(sources)
     pending = []
@@ -207,7 +209,7 @@ def persist_checkpoint(
                 fs_utils.copy_tree(sfs, path, fs, final)
         except BaseException as e:
             if not existed:  # nothing of a partial upload may stay under a checkpoint's name
-                _remove_quietly(fs, final)
+                remove_quietly(fs, final)
             _raise_with_context(e, storage, f"persisting checkpoint {checkpoint_dir_name!r} to",
                                 final)
         return final
@@ -216,15 +218,15 @@ def persist_checkpoint(
     try:
         if strategy == fs_utils.COMMIT_OS_RENAME:
             _build_local(pending, temp, move=(mode == "move"))
-            _commit_local(temp, final)
+            _commit_local(storage, temp, final)
         else:
             fs.create_dir(temp, recursive=True)
             for sfs, path in pending:
                 fs_utils.copy_tree(sfs, path, fs, temp)
-            _commit_by_move(fs, temp, final)
+            _commit_by_move(storage, temp, final)
     except BaseException as e:
         # An error (not a crash) leaves no temporary behind; a crash is cleaned up later.
-        _remove_quietly(fs, temp)
+        remove_quietly(fs, temp)
         _raise_with_context(e, storage, f"persisting checkpoint {checkpoint_dir_name!r} to",
                             final)
     return final
@@ -252,10 +254,12 @@ def _raise_with_context(error: BaseException, storage: StorageContext, doing: st
     raise wrapped from error
 
 
-def _commit_by_move(fs: pafs.FileSystem, temp: str, final: str) -> None:
+def _commit_by_move(storage: StorageContext, temp: str, final: str) -> None:
+    fs = storage.storage_filesystem
     parent = final.rsplit("/", 1)[0]
     fs.create_dir(parent, recursive=True)
     if fs_utils.exists(fs, final):
+        confine.refuse_links_below(storage, final, "merging a checkpoint into")
         fs_utils.copy_tree(fs, temp, fs, final)
         fs.delete_dir(temp)
     else:
@@ -280,17 +284,22 @@ def _refuse_nesting(sfs, spath, fs, fs_path) -> None:
         )
 
 
-def _remove_quietly(fs: pafs.FileSystem, fs_path: str) -> None:
+def remove_quietly(fs: pafs.FileSystem, fs_path: str) -> None:
+    """Remove a file or folder if it exists; log, never raise. On a local disk (also behind a
+    SubTreeFileSystem) a link is removed itself, never followed (`shutil.rmtree` walks by
+    descriptor and does not follow links either)."""
+    local = confine.local_path(fs, fs_path)
     try:
-        if fs_utils.is_local(fs):
-            if os.path.isdir(fs_path) and not os.path.islink(fs_path):
-                shutil.rmtree(fs_path, ignore_errors=True)
-            elif os.path.lexists(fs_path):
-                os.unlink(fs_path)
+        if local is not None:
+            if os.path.isdir(local) and not os.path.islink(local):
+                shutil.rmtree(local, ignore_errors=True)
+            elif os.path.lexists(local):
+                os.unlink(local)
         else:
             fs_utils.delete_path(fs, fs_path)
     except Exception:
         logger.exception("Could not remove %r", fs_path)
+
 
 
 def delete_checkpoint_dir(storage: StorageContext, fs_path: str) -> bool:
@@ -302,6 +311,7 @@ def delete_checkpoint_dir(storage: StorageContext, fs_path: str) -> bool:
     fs = storage.storage_filesystem
     strategy = fs_utils.commit_strategy(fs)
     try:
+        confine.inside(storage, fs_path, "deleting checkpoint folder")
         if not fs_utils.exists(fs, fs_path):
             return True
         if strategy == fs_utils.COMMIT_DIRECT:
@@ -315,7 +325,7 @@ def delete_checkpoint_dir(storage: StorageContext, fs_path: str) -> bool:
     except Exception:
         logger.exception("Could not delete checkpoint folder %r", fs_path)
         return False
-    _remove_quietly(fs, trash)
+    remove_quietly(fs, trash)
     return True
 
 
@@ -326,6 +336,7 @@ def write_bytes_atomically(storage: StorageContext, fs_path: str, data: bytes, *
     fs = storage.storage_filesystem
     strategy = fs_utils.commit_strategy(fs)
     doing = f"writing {what}" if what else "writing"
+    confine.inside(storage, fs_path, doing)
     if strategy == fs_utils.COMMIT_DIRECT:
         # A single object upload becomes visible whole, or not at all.
         try:
@@ -337,15 +348,15 @@ def write_bytes_atomically(storage: StorageContext, fs_path: str, data: bytes, *
     temp = _temp_path(storage.experiment_fs_path, fs_path.rsplit("/", 1)[-1])
     try:
         if strategy == fs_utils.COMMIT_OS_RENAME:
-            with open(temp, "wb") as f:
+            with os.fdopen(confine.create_file(temp, exclusive=True), "wb") as f:
                 f.write(data)
-            os.replace(temp, fs_path)
+            os.replace(temp, fs_path)  # replaces a link at fs_path itself, never its target
         else:
             with fs.open_output_stream(temp) as f:
                 f.write(data)
             fs.move(temp, fs_path)
     except BaseException as e:
-        _remove_quietly(fs, temp)
+        remove_quietly(fs, temp)
         _raise_with_context(e, storage, doing, fs_path)
 
 
@@ -362,6 +373,6 @@ def remove_temporaries(storage: StorageContext) -> list[str]:
     removed = []
     for info in fs.get_file_info(selector):
         if info.base_name.startswith(fs_utils.TEMP_PREFIX):
-            _remove_quietly(fs, info.path)
+            remove_quietly(fs, info.path)
             removed.append(info.path)
     return removed

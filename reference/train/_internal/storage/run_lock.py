@@ -47,14 +47,6 @@ from reference.train._internal.storage.storage_context import (
 logger = logging.getLogger(__name__)
 
 
-def _base(fs: pafs.FileSystem, fs_path: str) -> tuple[pafs.FileSystem, str]:
-    """The innermost filesystem behind `fs` and `fs_path` on it (SubTreeFileSystem unwrapped)."""
-    while isinstance(fs, pafs.SubTreeFileSystem):
-        fs_path = fs_utils.join(fs.base_path, fs_path.lstrip("/"))
-        fs = fs.base_fs
-    return fs, fs_path
-
-
 def take_over_requested(environ=None) -> bool:
     """Whether TAKE_OVER_ENV asks to take over a run folder from an owner not proven dead."""
     return (os.environ if environ is None else environ).get(TAKE_OVER_ENV, "") == "1"
@@ -65,7 +57,7 @@ def acquire_run_lock(storage: StorageContext, *, take_over: bool = False) -> Run
 
     `take_over` (S3 only) takes a lease whose owner cannot be proven dead from this host.
     """
-    fs, run = _base(storage.storage_filesystem, storage.experiment_fs_path)
+    fs, run = fs_utils.innermost(storage.storage_filesystem, storage.experiment_fs_path)
     if isinstance(fs, pafs.LocalFileSystem):
         where = "lock"
         lock, holder, unsupported = local_lock.acquire(

@@ -26,7 +26,7 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from reference.train._internal.storage import fs_utils
+from reference.train._internal.storage import confine, fs_utils
 from reference.train._internal.storage.fs_utils import same_kind
 
 VALIDATE_STORAGE_MARKER_FILENAME = ".validate_storage_marker"
@@ -186,15 +186,25 @@ class StorageContext:
         fs = self.storage_filesystem
         try:
             fs.create_dir(self.experiment_fs_path, recursive=True)
-            with fs.open_output_stream(self.storage_marker_path):
-                pass
+            confine.check_run_folder(self)
+            local = confine.local_path(fs, self.storage_marker_path)
+            if local is None:
+                with fs.open_output_stream(self.storage_marker_path):
+                    pass
+            else:  # never through a planted link, never truncating (the lock lives on it)
+                os.close(confine.create_file(local, exclusive=False))
+        except confine.UnsafeRunFolder:
+            raise
         except OSError as e:
-            # Keep the class (PermissionError, NotADirectoryError, ...) so callers that
-            # catch what pyarrow raises keep working; add what to change.
-            raise same_kind(
-                e,
-                f"Cannot write to RunConfig(storage_path={self.storage_path!r}): creating "
-                f"{self.storage_marker_path!r} failed: {e}. Pass a storage path this process "
-                "can create folders and files in (and, for a multi-node cluster, one every "
-                "node can reach, such as 's3://bucket/path' or a shared '/mnt/nfs/...').",
-            ) from e
+            raise self._unwritable(e) from e
+
+    def _unwritable(self, e: OSError) -> OSError:
+        # Keep the class (PermissionError, NotADirectoryError, ...) so callers that
+        # catch what pyarrow raises keep working; add what to change.
+        return same_kind(
+            e,
+            f"Cannot write to RunConfig(storage_path={self.storage_path!r}): creating "
+            f"{self.storage_marker_path!r} failed: {e}. Pass a storage path this process "
+            "can create folders and files in (and, for a multi-node cluster, one every "
+            "node can reach, such as 's3://bucket/path' or a shared '/mnt/nfs/...').",
+        )
