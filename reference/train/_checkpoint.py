@@ -4,16 +4,18 @@ Design note. ``to_directory`` copies into a fixed per-object folder by default
 (``<tempdir>/checkpoint_tmp_<uuid hex>``), so several processes on one machine holding
 pickled copies of the same Checkpoint meet in the same folder. A file lock keyed by that folder
 makes the first caller copy; callers that find the lock taken wait for it and copy nothing,
-unless what held the lock was the folder's deletion (a `.copied` mark beside the lock file
-says a finished copy is there; a deletion removes the mark first), in which case they copy.
+unless what held the lock was the folder's deletion (the holder leaves a note in its lock file
+saying whether a finished copy is there), in which case they copy.
 ``as_directory`` on a remote checkpoint registers each user with a marker file next to the
-folder; the user that exits last (no markers left) deletes the folder, under the same lock so
-it never deletes while another process is still copying into it.
-"""
+folder; the user that exits last (no markers left, checked again under the lock) deletes the
+folder, under the same lock so it never deletes while another process is still copying into it.
 
+The lock files live in ``<tempdir>/_trainspec_lockfiles-<uid>`` (this user's, mode 0700: other
+users can neither plant files there nor hold our locks) and are removed by whoever releases
+them (`_FolderLock`), so nothing is left once no one uses a folder.
+"""
 import contextlib
 import glob
-import hashlib
 import json
 import os
 import shutil
@@ -26,9 +28,10 @@ from typing import Any, Optional, Union
 import filelock
 import pyarrow.fs
 
+from reference.train._folder_lock import COPIED, FolderLock
+
 _METADATA_FILE = ".metadata.json"
 _TEMP_PREFIX = "checkpoint_tmp_"
-_LOCK_DIR = "_trainspec_lockfiles"
 _USER_MARKER = ".del_lock_"
 _COPY_CHUNK = 16 * 1024 * 1024
 
@@ -146,27 +149,26 @@ class Checkpoint(metaclass=_LegacyAttributes):
         existed = os.path.exists(target)
         os.makedirs(target, exist_ok=True)
         lock = _lock_for(target)
-        copied = _copied_mark(target)
         try:
             lock.acquire(timeout=0)
         except filelock.Timeout:
             # Another process holds the folder: it is copying into it (wait, copy nothing)
             # or, as the last user of as_directory(), deleting it (wait, then copy).
-            with lock:
-                if os.path.exists(copied) and os.path.isdir(target):
-                    return target
-                self._copy_into(target, copied, existed=False)
-            return target
+            lock.acquire()
+            if lock.note == COPIED and os.path.isdir(target):
+                lock.release(COPIED)  # for whoever waits on us
+                return target
+            existed = False
+        note = ""
         try:
-            self._copy_into(target, copied, existed)
+            self._copy_into(target, existed)
+            note = COPIED
         finally:
-            lock.release()
+            lock.release(note)
         return target
 
-    def _copy_into(self, target: str, copied: str, existed: bool) -> None:
-        """Copy the checkpoint into `target` (its lock held), then mark it copied."""
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(copied)
+    def _copy_into(self, target: str, existed: bool) -> None:
+        """Copy the checkpoint into `target` (its lock held)."""
         os.makedirs(target, exist_ok=True)
         try:
             _copy_tree(self.filesystem, self.path, target)
@@ -174,7 +176,6 @@ class Checkpoint(metaclass=_LegacyAttributes):
             if not existed:
                 shutil.rmtree(target, ignore_errors=True)
             raise
-        open(copied, "a").close()
 
     @contextlib.contextmanager
     def as_directory(self) -> Iterator[str]:
@@ -196,7 +197,7 @@ class Checkpoint(metaclass=_LegacyAttributes):
         finally:
             with contextlib.suppress(OSError):
                 os.remove(marker)
-            if not glob.glob(glob.escape(f"{folder}{_USER_MARKER}") + "*"):
+            if not _has_users(folder):
                 lock = _lock_for(folder)
                 try:
                     lock.acquire(timeout=0)
@@ -204,29 +205,21 @@ class Checkpoint(metaclass=_LegacyAttributes):
                     pass  # someone is copying into it again: they will clean up
                 else:
                     try:
-                        with contextlib.suppress(FileNotFoundError):
-                            os.remove(_copied_mark(folder))
-                        shutil.rmtree(folder, ignore_errors=True)
+                        # Checked again under the lock: a user that registered after the
+                        # first look has copied (or waits to copy) and is reading it now.
+                        if not _has_users(folder):
+                            shutil.rmtree(folder, ignore_errors=True)
                     finally:
                         lock.release()
 
 
-def _lock_path(local_dir: str, suffix: str) -> str:
-    """A file in the temp dir's lock folder named by the folder's resolved path."""
-    lock_dir = Path(tempfile.gettempdir(), _LOCK_DIR)
-    lock_dir.mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha256(str(Path(local_dir).resolve()).encode("utf-8")).hexdigest()
-    return str(lock_dir / f"{digest}{suffix}")
+def _has_users(folder: str) -> bool:
+    return bool(glob.glob(glob.escape(f"{folder}{_USER_MARKER}") + "*"))
 
 
-def _lock_for(local_dir: str) -> filelock.FileLock:
+def _lock_for(local_dir: str) -> FolderLock:
     """The lock of a local copy's folder: whoever copies into it or deletes it holds it."""
-    return filelock.FileLock(_lock_path(local_dir, ".lock"))
-
-
-def _copied_mark(local_dir: str) -> str:
-    """The file that says a copy into the folder finished (and it was not deleted since)."""
-    return _lock_path(local_dir, ".copied")
+    return FolderLock(local_dir)
 
 
 def _copy_tree(fs: pyarrow.fs.FileSystem, fs_path: str, local_dir: str) -> None:
