@@ -21,6 +21,7 @@ import time
 import warnings
 from typing import Any, Callable, Optional
 
+from reference._folder_safety import check_owned
 from reference.tune._config import RunConfig
 from reference.tune._tune_config import TuneConfig
 from reference.tune.error import TuneError
@@ -81,6 +82,8 @@ class Tuner:
             name = rc.name or f"{self._name}_{time.strftime('%Y-%m-%d_%H-%M-%S')}"
             path = os.path.join(rc.resolved_storage_path, name)
             os.makedirs(path, exist_ok=True)
+            check_owned(path, f"RunConfig(storage_path={rc.storage_path!r}, name={name!r}): "
+                              "the experiment folder")  # planted links, docs/security.md
             self._save_tuner(path, name)
             trials, experiment_id = [], None
         else:

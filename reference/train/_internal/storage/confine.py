@@ -29,26 +29,20 @@ the fix.
 
 from __future__ import annotations
 
-import logging
 import os
 import posixpath
 import stat
 
 import pyarrow.fs as pafs
 
+from reference._folder_safety import (
+    ALLOW_FOREIGN_ENV,
+    UnsafeRunFolder,
+    check_owned,
+    create_file,
+    planted,
+)
 from reference.train._internal.storage import fs_utils
-
-logger = logging.getLogger(__name__)
-
-ALLOW_FOREIGN_ENV = "REFERENCE_TRAIN_ALLOW_FOREIGN_RUN_FOLDER"
-
-
-
-class UnsafeRunFolder(PermissionError):
-    """Raised when a path the run would write, rename or delete leaves its run folder."""
-
-
-_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def local_path(fs: pafs.FileSystem, fs_path: str) -> str | None:
@@ -57,52 +51,12 @@ def local_path(fs: pafs.FileSystem, fs_path: str) -> str | None:
     return path if fs_utils.is_local(base) else None
 
 
-def _owner(uid: int) -> str:
-    try:
-        import pwd
-
-        return f"{pwd.getpwuid(uid).pw_name!r} (uid {uid})"
-    except (KeyError, ImportError):
-        return f"uid {uid}"
-
-
-def _trusted(uid: int) -> bool:
-    return uid in (os.geteuid(), 0)
-
-
 def check_run_folder(storage) -> None:
     """Rule 1 for `storage`'s run folder (a StorageContext), which exists by now."""
     run = local_path(storage.storage_filesystem, storage.experiment_fs_path)
-    if run is None:
-        return
-    st = os.lstat(run)
-    problem = None
-    if stat.S_ISLNK(st.st_mode):
-        if not _trusted(st.st_uid):
-            problem = f"is a symbolic link made by {_owner(st.st_uid)}"
-        st = os.stat(run)
-    if problem is None and not _trusted(st.st_uid):
-        problem = f"belongs to {_owner(st.st_uid)}"
-    if problem is not None:
-        if os.environ.get(ALLOW_FOREIGN_ENV) == "1":
-            logger.warning("The run folder %r %s; used anyway (%s=1).", run, problem,
-                           ALLOW_FOREIGN_ENV)
-            return
-        raise UnsafeRunFolder(
-            f"RunConfig(storage_path={storage.storage_path!r}, name="
-            f"{storage.experiment_dir_name!r}): the run folder {run!r} {problem}, not to this "
-            "user: whoever owns it can plant links that redirect the fit's writes and deletes "
-            "out of it. Choose another RunConfig(name=...) or a storage_path of your own; if "
-            f"you share this folder with its owner on purpose, set {ALLOW_FOREIGN_ENV}=1."
-        )
-    others = st.st_mode & stat.S_IWOTH or (st.st_mode & stat.S_IWGRP
-                                           and st.st_gid != os.getegid())
-    if others:
-        logger.warning(
-            "The run folder %r (mode %o) can be written by users other than its owner: they "
-            "could swap its entries for links while the fit runs. Restrict it with `chmod "
-            "go-w` unless everyone who can write there is trusted.", run,
-            stat.S_IMODE(st.st_mode))
+    if run is not None:
+        check_owned(run, f"RunConfig(storage_path={storage.storage_path!r}, name="
+                         f"{storage.experiment_dir_name!r}): the run folder")
 
 
 def inside(storage, fs_path: str, doing: str) -> str:
@@ -142,31 +96,5 @@ def refuse_links_below(storage, fs_path: str, doing: str) -> None:
                 raise planted(os.path.join(root, name), doing, fs_path)
 
 
-def planted(link: str, doing: str, fs_path: str) -> UnsafeRunFolder:
-    try:
-        target = f" -> {os.readlink(link)!r}"
-    except OSError:
-        target = ""
-    return UnsafeRunFolder(
-        f"Stopped before {doing} {fs_path!r}: {link!r}{target} is a symbolic link inside the "
-        "run folder. The fit never creates links there, so someone who can write into the run "
-        "folder planted it, and following it would write outside the folder. Remove the link "
-        "(check who else can write there), then call fit() again."
-    )
-
-
-def create_file(path: str, *, exclusive: bool) -> int:
-    """Open a new (or, unless `exclusive`, existing) local file for writing, never through a
-    link and never truncating; returns the descriptor. A link raises UnsafeRunFolder."""
-    flags = _CREATE_FLAGS | (os.O_EXCL if exclusive else 0)
-    try:
-        return os.open(path, flags, 0o644)
-    except OSError as e:
-        if os.path.islink(path):
-            raise planted(path, "writing", path) from e
-        raise
-
-
-__all__ = ["ALLOW_FOREIGN_ENV", "check_run_folder", "create_file", "inside", "local_path",
-           "planted", "refuse_links_below",
-           "UnsafeRunFolder"]
+__all__ = ["ALLOW_FOREIGN_ENV", "UnsafeRunFolder", "check_owned", "check_run_folder",
+           "create_file", "inside", "local_path", "planted", "refuse_links_below"]
