@@ -25,7 +25,7 @@ from .._wire import CTRL, loads
 from .factory_client import NodeFactory
 from .loop import Loop
 from .node_ops import NodeOps, NodeRec, PreloadCall
-from .placement import from_units
+from .placement import describe_bundles, from_units
 from .resources import ResourceBook
 from .rpc import ClientSession
 from .worker_ops import WorkerOps
@@ -112,8 +112,8 @@ class Driver(NodeOps, WorkerOps):
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     raise PlacementTimeout(
-                        f"place(bundles={list(bundles)!r}, strategy={strategy!r}) found no free "
-                        f"resources within timeout_s={timeout_s}; available now: "
+                        f"place(bundles={describe_bundles(bundles)}, strategy={strategy!r}) found "
+                        f"no free resources within timeout_s={timeout_s}; available now: "
                         f"{self.book.available()}; release placements or add nodes")
                 self.cond.wait(remaining)
             self.owners[held.id] = owner

@@ -19,6 +19,7 @@ when the fractions divide one another (1/2, 1/4, ...).
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 
 UNIT = 10_000
@@ -37,27 +38,50 @@ def from_units(units: int) -> float:
     return units / UNIT
 
 
+def describe_bundles(bundles: Sequence[Mapping], shown: int = 3) -> str:
+    """`bundles` for a message, runs of equal bundles folded and at most `shown` runs listed:
+    a request of a million bundles must not make a message of megabytes."""
+    runs: list[list] = []
+    for bundle in bundles:
+        bundle = dict(bundle) if isinstance(bundle, Mapping) else bundle
+        if runs and runs[-1][0] == bundle:
+            runs[-1][1] += 1
+        else:
+            runs.append([bundle, 1])
+    parts = [f"[{_short(b)}]" + (f" * {n}" if n > 1 else "") for b, n in runs[:shown]]
+    if len(runs) > shown:
+        parts.append(f"... ({sum(n for _, n in runs[shown:])} more bundles)")
+    return " + ".join(parts) or "[]"
+
+
+def _short(value: object, limit: int = 200) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 def validate_strategy(strategy: object) -> str:
     if strategy not in STRATEGIES:
-        raise ValueError(f"place(strategy={strategy!r}): expected one of {STRATEGIES}")
+        raise ValueError(f"place(strategy={_short(strategy)}): expected one of {STRATEGIES}")
     return strategy  # type: ignore[return-value]
 
 
 def validate_bundles(bundles: object) -> list[Bundle]:
     """Bundles as unit dicts; zero amounts are dropped (as Ray drops them)."""
     if isinstance(bundles, Mapping) or not isinstance(bundles, Sequence) or not bundles:
-        raise ValueError(f"place(bundles={bundles!r}): expected a non-empty list of dicts "
+        raise ValueError(f"place(bundles={_short(bundles)}): expected a non-empty list of dicts "
                          "such as [{'CPU': 1}, {'CPU': 1, 'GPU': 1}]")
     out = []
     for i, bundle in enumerate(bundles):
         if not isinstance(bundle, Mapping):
-            raise TypeError(f"place(bundles[{i}]={bundle!r}): expected a dict of resource amounts")
+            raise TypeError(f"place(bundles[{i}]={_short(bundle)}): expected a dict of resource "
+                            "amounts")
         units: Bundle = {}
         for key, amount in bundle.items():
             if isinstance(amount, bool) or not isinstance(amount, (int, float)) \
-                    or not isinstance(key, str) or not amount >= 0:
-                raise ValueError(f"place(bundles[{i}]={dict(bundle)!r}): amounts must be "
-                                 "numbers >= 0 keyed by resource name")
+                    or not isinstance(key, str) or not key or not amount >= 0 \
+                    or (isinstance(amount, float) and not math.isfinite(amount)):
+                raise ValueError(f"place(bundles[{i}]={_short(dict(bundle))}): amounts must be "
+                                 "finite numbers >= 0 keyed by non-empty resource names")
             u = to_units(amount)
             if key in DEVICE_RESOURCES and u > UNIT and u % UNIT:
                 raise ValueError(f"place(bundles[{i}][{key!r}]={amount!r}): a request above one "

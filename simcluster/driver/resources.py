@@ -15,6 +15,7 @@ from .placement import (
     Assignment,
     NodeView,
     SearchExhausted,
+    describe_bundles,
     from_units,
     plan,
     validate_bundles,
@@ -82,7 +83,7 @@ class ResourceBook:
         units = validate_bundles(bundles)
         if self.never_fits(units, strategy):
             raise Unschedulable(
-                f"place(bundles={[dict(b) for b in bundles]!r}, strategy={strategy!r}) can never "
+                f"place(bundles={describe_bundles(bundles)}, strategy={strategy!r}) can never "
                 f"be placed on the current nodes [{self.describe()}], even with everything free; "
                 "add a node that can hold it or ask for less"
             )

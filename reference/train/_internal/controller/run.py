@@ -19,6 +19,7 @@ from reference.train._internal.controller.controller import (
 )
 from reference.train._internal.controller.policies import FailurePolicy, ScalingPolicy
 from reference.train._internal.controller.run_context import TrainRunContext, WithRunContext
+from reference.train._internal.controller.scaling_check import check_placeable
 from reference.train._internal.storage import fs_utils
 from reference.train._internal.storage.checkpoint_manager import CheckpointManager
 from reference.train._internal.storage.persist import (
@@ -60,6 +61,12 @@ def worker_env_vars(runtime_env) -> dict:
 def run_distributed(trainer, train_fn):
     rc = trainer.run_config
     worker_env = worker_env_vars(rc.worker_runtime_env)  # before anything of the run is touched
+    try:
+        check_placeable(trainer.scaling_config)  # what construction took, as Ray's does
+    except ValueError as exc:
+        from reference.train._exceptions import ControllerError
+
+        raise ControllerError(exc) from None
     storage = StorageContext(rc.storage_path, rc.name, rc.storage_filesystem)
     # One fit owns a run folder at a time: taken before anything in it is cleaned up or
     # restored, released however the fit ends (storage/run_lock.py).
