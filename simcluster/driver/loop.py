@@ -9,15 +9,26 @@ slow or paused peer, and bytes leave in the order `send` was called.
 Hazards: the selector is touched only by the loop thread (others go through `call_soon`);
 sockets are closed only by the loop thread, so a frame handler never sees a socket vanish
 under it; a handler that raises is reported and its connection closed, the loop goes on.
-Unauthenticated peers get `HANDSHAKE_TIMEOUT_S` to finish the handshake.
+
+Peers that have not authenticated cost the loop little and cannot starve it: each gets
+`HANDSHAKE_TIMEOUT_S` to finish the handshake; at most `max_unauthenticated` of them are
+held (a quarter of the descriptor limit, at most `MAX_UNAUTHENTICATED`), and a new one
+closes the oldest, so a flood of idle connections cannot use up the descriptors and a peer
+that knows the secret still gets through. When accepting fails for want of descriptors
+(EMFILE, ENFILE) or memory, the listener rests `ACCEPT_BACKOFF_S` instead of waking the loop
+again at once (it stays readable: that was a busy loop), the oldest unauthenticated peer is
+closed to free a descriptor, and pending peers wait in the backlog.
+One readiness event accepts at most `ACCEPT_BATCH` peers, so a flood cannot hold the loop.
 """
 
 from __future__ import annotations
 
 import collections
+import errno
 import heapq
 import itertools
 import os
+import resource
 import selectors
 import socket
 import sys
@@ -30,6 +41,10 @@ from .._errors import ChannelClosed
 from .._wire import MAX_FRAME, FrameReader, ProtocolError, ServerHandshake, frame
 
 HANDSHAKE_TIMEOUT_S = 10.0
+MAX_UNAUTHENTICATED = 256
+ACCEPT_BACKOFF_S = 0.1
+ACCEPT_BATCH = 64
+_OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 _READ = selectors.EVENT_READ
 _WRITE = selectors.EVENT_WRITE
 
@@ -107,6 +122,9 @@ class Loop(threading.Thread):
         self._tick = itertools.count()
         self._stopping = False
         self.conns: set[Connection] = set()
+        self._unauthenticated: dict[Connection, None] = {}  # in accept order, oldest first
+        self.max_unauthenticated = _unauthenticated_cap()
+        self._accepting = True
         listener.setblocking(False)
         self._sel.register(listener, _READ, "listener")
         self._sel.register(self._wake_r, _READ, "wake")
@@ -185,19 +203,41 @@ class Loop(threading.Thread):
             traceback.print_exc()
 
     def _accept(self) -> None:
-        while True:
+        for _ in range(ACCEPT_BATCH):
             try:
                 sock, _ = self._listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError:
-                return  # e.g. out of descriptors: try again on the next event
+            except OSError as exc:
+                if exc.errno == errno.ECONNABORTED:
+                    continue  # that peer left while queued; the next may be there
+                if exc.errno in _OUT_OF_RESOURCES:
+                    self._rest_listener()
+                return
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if len(self._unauthenticated) >= self.max_unauthenticated:
+                self.close(next(iter(self._unauthenticated)))
             conn = Connection(self, sock, self._secret)
             self.conns.add(conn)
+            self._unauthenticated[conn] = None
             self._sel.register(sock, _READ, conn)
             self.call_later(HANDSHAKE_TIMEOUT_S, self._expire, conn)
+
+    def _rest_listener(self) -> None:
+        """Out of descriptors: stop accepting for a while, and give the descriptor of the
+        oldest unauthenticated peer to whoever is next in the backlog."""
+        if self._unauthenticated:
+            self.close(next(iter(self._unauthenticated)))
+        if self._accepting:
+            self._accepting = False
+            self._sel.unregister(self._listener)
+            self.call_later(ACCEPT_BACKOFF_S, self._wake_listener)
+
+    def _wake_listener(self) -> None:
+        if not self._accepting and not self._stopping:
+            self._accepting = True
+            self._sel.register(self._listener, _READ, "listener")
 
     def _expire(self, conn: Connection) -> None:
         if conn.handshake is not None:
@@ -244,6 +284,7 @@ class Loop(threading.Thread):
         if done:
             conn.role, conn.ident = conn.handshake.role, conn.handshake.ident
             conn.handshake = None
+            self._unauthenticated.pop(conn, None)
             conn.reader.limit = MAX_FRAME
             if not self._on_auth(conn):
                 self.close(conn)
@@ -255,6 +296,7 @@ class Loop(threading.Thread):
         with conn._wlock:
             conn.closed = True
         self.conns.discard(conn)
+        self._unauthenticated.pop(conn, None)
         try:
             self._sel.unregister(conn.sock)
         except (KeyError, ValueError):
@@ -262,3 +304,10 @@ class Loop(threading.Thread):
         conn.sock.close()
         if conn.role:
             self._guarded(self._on_close, conn)
+
+
+def _unauthenticated_cap() -> int:
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return MAX_UNAUTHENTICATED
+    return max(8, min(MAX_UNAUTHENTICATED, soft // 4))
