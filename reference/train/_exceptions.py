@@ -10,11 +10,12 @@
                +-- ControllerError    raised when the driver-side controller failed
                +-- PreemptionError    raised when nodes of the run were preempted
           +-- RunFolderInUseError   raised by fit() when another fit owns its run folder
+          +-- RunFolderLockError    raised by fit() when its run folder's lock could not be taken
 
 fit() raises, it never returns, a TrainingFailedError once training has started;
-RunFolderInUseError comes before anything starts (the reference's own: Ray has no such
-check). Every class pickles with the same constructor arguments, so an error can cross a
-process boundary and keep its payload (`worker_failures`, `controller_failure`,
+RunFolderInUseError and RunFolderLockError come before anything starts (the reference's
+own: Ray has no such check). Every class pickles with the same constructor arguments, so an
+error can cross a process boundary and keep its payload (`worker_failures`, `controller_failure`,
 `preemption_info`, `owner`).
 """
 
@@ -111,3 +112,21 @@ class RunFolderInUseError(RayTrainError):
 
     def __reduce__(self):
         return (self.__class__, (str(self), self.run_path, self.owner))
+
+
+class RunFolderLockError(RayTrainError):
+    """Raised by fit() when the lock of ``<storage_path>/<name>`` could not be taken because
+    the storage refused or failed the request (denied, unavailable), before anything in the
+    folder is read or changed: a fit never runs unlocked unless asked to.
+
+    Args:
+        message: What was refused, by whom, and how to go on.
+        run_path: The run folder (a path on its storage filesystem).
+    """
+
+    def __init__(self, message: str, run_path: str = ""):
+        super().__init__(message)
+        self.run_path = run_path
+
+    def __reduce__(self):
+        return (self.__class__, (str(self), self.run_path))

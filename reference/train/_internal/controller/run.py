@@ -27,7 +27,11 @@ from reference.train._internal.storage.persist import (
     remove_quietly,
     remove_temporaries,
 )
-from reference.train._internal.storage.run_lock import acquire_run_lock, take_over_requested
+from reference.train._internal.storage.run_lock import (
+    acquire_run_lock,
+    take_over_requested,
+    unlocked_allowed,
+)
 from reference.train._internal.storage.storage_context import StorageContext
 
 logger = logging.getLogger(__name__)
@@ -70,7 +74,8 @@ def run_distributed(trainer, train_fn):
     storage = StorageContext(rc.storage_path, rc.name, rc.storage_filesystem)
     # One fit owns a run folder at a time: taken before anything in it is cleaned up or
     # restored, released however the fit ends (storage/run_lock.py).
-    lock = acquire_run_lock(storage, take_over=take_over_requested())
+    lock = acquire_run_lock(storage, take_over=take_over_requested(),
+                            allow_unlocked=unlocked_allowed())
     try:
         return _run_owned(trainer, train_fn, storage, worker_env)
     finally:

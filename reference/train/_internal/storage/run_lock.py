@@ -15,8 +15,16 @@ process that dies without releasing is handled by the backend:
   kernel drops with the process; a dead owner's record is replaced with a warning.
 - S3 (s3_lease.py): a lease object created only if absent (`If-None-Match: *`); a lease of a
   process this host can prove dead is taken over (warning); otherwise delete the object
-  named in the error, or set REFERENCE_TRAIN_TAKE_OVER_RUN=1 for one fit.
+  named in the error, or set REFERENCE_TRAIN_TAKE_OVER_RUN=1 for one fit. A store that
+  refuses or fails the lease (AccessDenied, 503, unreachable) fails the fit closed with
+  RunFolderLockError, unless REFERENCE_TRAIN_RUN_UNLOCKED=1 asks to run unlocked.
 - other filesystems (GCS, HDFS, custom ones): not locked; a warning says so.
+
+The two variables are read by fit() when it starts, in the process that runs it.
+REFERENCE_TRAIN_TAKE_OVER_RUN is consumed there (removed from os.environ), so it takes over
+one run folder, not every later fit of the process; REFERENCE_TRAIN_RUN_UNLOCKED is not (a
+store that keeps refusing the lease keeps refusing it), and it never overrides a lease that
+another fit holds.
 
 What it leaves: `<run>/.run_owner.json` (run_owner.OWNER_FILENAME) while a fit owns the
 folder; nothing once it ended (a killed owner's record stays until the next fit). Readers
@@ -46,16 +54,28 @@ from reference.train._internal.storage.storage_context import (
 
 logger = logging.getLogger(__name__)
 
+#: Set to 1 to run a fit unlocked when its store refuses or fails the run-folder lease.
+UNLOCKED_ENV = "REFERENCE_TRAIN_RUN_UNLOCKED"
+
 
 def take_over_requested(environ=None) -> bool:
-    """Whether TAKE_OVER_ENV asks to take over a run folder from an owner not proven dead."""
-    return (os.environ if environ is None else environ).get(TAKE_OVER_ENV, "") == "1"
+    """Whether TAKE_OVER_ENV asks to take over a run folder from an owner not proven dead;
+    the variable is consumed (removed), so it applies to the one fit that reads it."""
+    return (os.environ if environ is None else environ).pop(TAKE_OVER_ENV, "") == "1"
 
 
-def acquire_run_lock(storage: StorageContext, *, take_over: bool = False) -> RunLock:
-    """Own `storage`'s run folder until `.release()`, or raise RunFolderInUseError.
+def unlocked_allowed(environ=None) -> bool:
+    """Whether UNLOCKED_ENV asks to run unlocked when the store fails the lease."""
+    return (os.environ if environ is None else environ).get(UNLOCKED_ENV, "") == "1"
 
-    `take_over` (S3 only) takes a lease whose owner cannot be proven dead from this host.
+
+def acquire_run_lock(storage: StorageContext, *, take_over: bool = False,
+                     allow_unlocked: bool = False) -> RunLock:
+    """Own `storage`'s run folder until `.release()`, or raise RunFolderInUseError (another
+    fit owns it) or RunFolderLockError (the store refused or failed the lock).
+
+    `take_over` (S3 only) takes a lease whose owner cannot be proven dead from this host;
+    `allow_unlocked` runs unlocked, with a warning, where RunFolderLockError would be raised.
     """
     fs, run = fs_utils.innermost(storage.storage_filesystem, storage.experiment_fs_path)
     if isinstance(fs, pafs.LocalFileSystem):
@@ -66,7 +86,12 @@ def acquire_run_lock(storage: StorageContext, *, take_over: bool = False) -> Run
         bucket, _, prefix = run.partition("/")
         key = fs_utils.join(prefix, OWNER_FILENAME) if prefix else OWNER_FILENAME
         where = f"s3://{bucket}/{key}"
-        lock, holder, unsupported = s3_lease.acquire(fs, bucket, key, take_over)
+        try:
+            lock, holder, unsupported = s3_lease.acquire(fs, bucket, key, take_over)
+        except s3_lease.LeaseError as e:
+            if not allow_unlocked:
+                raise lock_error(storage, where, e) from e
+            lock, holder, unsupported = None, None, f"{UNLOCKED_ENV}=1 is set and {e}"
     else:
         lock, holder, where = None, None, ""
         unsupported = f"run folders on {fs.type_name!r} filesystems cannot be locked"
@@ -82,6 +107,25 @@ def acquire_run_lock(storage: StorageContext, *, take_over: bool = False) -> Run
         )
         return Unlocked(unsupported)
     raise in_use_error(storage, holder, where)
+
+
+def lock_error(storage: StorageContext, where: str, error: Exception):
+    from reference.train._exceptions import RunFolderLockError
+
+    run = storage.experiment_fs_path
+    if getattr(error, "code", "") in {"AccessDenied", "403", "AllAccessDisabled"}:
+        fix = (f"Give these credentials s3:GetObject, s3:PutObject and s3:DeleteObject on "
+               f"{where}, or ")
+    else:
+        fix = "Retry when the store answers again, or "
+    message = (
+        f"RunConfig(storage_path={storage.storage_path!r}, name={storage.experiment_dir_name!r}):"
+        f" the run-folder lease {where} could not be taken: {error}. The fit does not run "
+        "unlocked: another fit on the same run folder would overwrite its snapshot and delete "
+        f"its checkpoints. {fix}set {UNLOCKED_ENV}=1 to run without the lock, making sure "
+        "that no other fit uses this run folder meanwhile."
+    )
+    return RunFolderLockError(message, run_path=run)
 
 
 def in_use_error(storage: StorageContext, holder: RunOwner | None, where: str):
@@ -110,4 +154,5 @@ def in_use_error(storage: StorageContext, holder: RunOwner | None, where: str):
     return RunFolderInUseError(message, run_path=run, owner=holder)
 
 
-__all__ = ["acquire_run_lock", "in_use_error", "take_over_requested"]
+__all__ = ["UNLOCKED_ENV", "acquire_run_lock", "in_use_error", "lock_error",
+           "take_over_requested", "unlocked_allowed"]

@@ -15,6 +15,11 @@ over with `PutObject(If-Match=<its ETag>)`, so of two fits taking over one stale
 one wins. An owner on another host cannot be checked from here: the error says to delete the
 object or to set REFERENCE_TRAIN_TAKE_OVER_RUN=1 for one fit.
 
+Failures: any other refusal or failure of the store (AccessDenied, a 503 after the client's
+retries, an unreachable endpoint) raises LeaseError, which fit() reports as
+RunFolderLockError: it fails closed, since running unlocked is what the lease exists to
+prevent. REFERENCE_TRAIN_RUN_UNLOCKED=1 (run_lock.py) runs such a fit unlocked instead.
+
 Limits: without boto3, or on a store that does not implement conditional writes (501, or an
 unknown header refused), the fit runs unlocked, with a warning. The lease is read before it is
 created, so a store that ignores `If-None-Match` still refuses a second fit unless both start
@@ -37,6 +42,17 @@ _UNSUPPORTED = {"NotImplemented", "501", "InvalidArgument", "InvalidRequest"}
 
 class _Unsupported(Exception):
     """The store (or this installation) cannot make a lease."""
+
+
+class LeaseError(Exception):
+    """The store refused or failed a lease request: the fit must not run unlocked.
+
+    `code` is the store's error code (AccessDenied, SlowDown, 503...) or the client's error
+    class name when no answer came."""
+
+    def __init__(self, message: str, code: str):
+        super().__init__(message)
+        self.code = code
 
 
 def client_for(fs: pafs.S3FileSystem):
@@ -122,7 +138,8 @@ def _read(client, bucket: str, key: str) -> tuple[RunOwner | None, str] | None:
 def acquire(fs: pafs.S3FileSystem, bucket: str, key: str, take_over: bool
             ) -> tuple[RunLock | None, RunOwner | None, str]:
     """Try to own the run folder whose lease is s3://bucket/key; returns as
-    local_lock.acquire does: (lock, None, ""), (None, holder, "") or (None, None, reason)."""
+    local_lock.acquire does: (lock, None, ""), (None, holder, "") or (None, None, reason),
+    or raises LeaseError when the store refused or failed the request."""
     try:
         return _acquire(fs, bucket, key, take_over)
     except _Unsupported as e:
@@ -168,9 +185,9 @@ def _acquire(fs, bucket, key, take_over):
     except ClientError as e:
         if _code(e) in _UNSUPPORTED:
             raise _Unsupported(f"the store does not support conditional writes ({e})") from e
-        raise _Unsupported(f"the lease could not be written ({e})") from e
+        raise LeaseError(f"the store answered {_code(e) or 'an error'} ({e})", _code(e)) from e
     except BotoCoreError as e:
-        raise _Unsupported(f"the lease could not be written ({e})") from e
+        raise LeaseError(f"the store could not be reached ({e})", type(e).__name__) from e
 
 
-__all__ = ["S3Lease", "acquire", "client_for"]
+__all__ = ["LeaseError", "S3Lease", "acquire", "client_for"]
