@@ -32,20 +32,21 @@ candidates: one is picked with the plan's seed, so a replay picks the same one.
 A step that never acts (its trigger never came, or its target was gone) fails
 `simcluster run` unless the step is `optional`: a plan that tested nothing is not a pass.
 The file format (JSON or YAML) is `plan.schema.json` beside this module; `load` checks a
-file against it and names the entry and field of each mistake.
+file against it and names the entry and field of each mistake; `limits.py` bounds durations,
+nesting and size.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections.abc import Iterable, Mapping
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
 from .._spec import NodeSpec
+from .limits import check_data, check_json_text, check_seconds, check_yaml_text
 
 _REQUIRED = object()
 # kind -> {parameter: default}; _REQUIRED marks the ones a caller must give.
@@ -91,15 +92,6 @@ def selects(pattern: str, name: str, tags: Mapping[str, Any]) -> bool:
                for key, glob in wanted.items())
 
 
-def _check_seconds(where: str, value: Any, *, optional: bool) -> None:
-    if value is None and optional:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not math.isfinite(value) or value < 0:
-        raise ValueError(f"{where}={value!r}: expected a finite number of seconds >= 0"
-                         + (" or None" if optional else ""))
-
-
 def _check_pattern(where: str, value: Any) -> None:
     if not isinstance(value, str) or not value:
         raise TypeError(f"{where}={value!r}: expected a non-empty str (a glob, '$trigger'"
@@ -125,7 +117,7 @@ class Trigger:
             raise ValueError(f"Trigger(after_s={self.after_s!r}, event={self.event!r}): "
                              "give exactly one of them")
         if self.after_s is not None:
-            _check_seconds("Trigger(after_s", self.after_s, optional=False)
+            check_seconds("Trigger(after_s", self.after_s, optional=False)
             if self.match or self.nth != 1 or self.per_worker:
                 raise ValueError("Trigger(after_s=...): a time trigger takes no nth, "
                                  "per_worker or match")
@@ -281,7 +273,7 @@ def _check_param(where: str, name: str, value: Any) -> None:
         for item in value:
             _check_pattern(where, item)
     elif name in ("seconds", "grace_s", "deadline_s"):
-        _check_seconds(where, value, optional=name != "deadline_s")
+        check_seconds(where, value, optional=name != "deadline_s")
     elif name == "signal":
         if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 65:
             raise ValueError(f"{where}={value!r}: expected a signal number (1-64)")
@@ -404,6 +396,7 @@ class FaultPlan:
 
 def _parse(text: str, load, error: type, form: str, source: str):
     try:
+        (check_json_text if form == "JSON" else check_yaml_text)(text, source)
         return load(text)
     except error as exc:
         raise ValueError(f"{source}: not valid {form}: {exc}") from None
@@ -418,6 +411,7 @@ def check_schema(data: Any, source: str = "plan") -> None:
     """ValueError naming the entry and field of the first mistakes of `data` (at most 5)."""
     import jsonschema
 
+    check_data(data, source)  # before anything recurses into it
     validator = jsonschema.Draft202012Validator(schema())
     lines = []
     for error in sorted(validator.iter_errors(data),

@@ -247,7 +247,10 @@ class PlanRun(Actions):
                     now = time.monotonic()
                     if self._timers and self._timers[0][0] <= now:
                         break
-                    self._cv.wait(self._timers[0][0] - now if self._timers else None)
+                    # bounded: a wait past TIMEOUT_MAX raises OverflowError (plans are
+                    # bounded by `limits.MAX_SECONDS`; this keeps the thread alive anyway)
+                    self._cv.wait(min(self._timers[0][0] - now, threading.TIMEOUT_MAX)
+                                  if self._timers else None)
                 if self._stopped:
                     return
                 _, _, fn, args, kwargs = heapq.heappop(self._timers)
