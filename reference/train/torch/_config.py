@@ -18,6 +18,15 @@ The backend's hooks (reference/train/backend.py), as Ray 2.60's torch backend ru
 
 Local mode under torchrun is `torchrun_context` (TorchTrainer uses it).
 
+The rendezvous store: torch's own env:// and tcp:// rendezvous start rank 0's TCPStore on
+every interface of the host (`[::]:PORT`), whatever MASTER_ADDR says, so any host that
+reaches the port could join or feed the group's store. Rank 0 instead binds the listening
+socket to the master address itself and hands it to `TCPStore(master_listen_fd=...)`; the
+other ranks connect as clients, and the store goes to `init_process_group(store=...)`, which
+wraps it in the same "default_pg" prefix as torch's rendezvous does. Where the address cannot
+be bound on rank 0's host (not one of its addresses), or torchelastic's agent store is in
+use, torch's own rendezvous runs instead (with a warning for the first).
+
 Ordering hazard: the free port is chosen by rank 0's worker and bound later by its
 rendezvous store; another process could take it in between. Ray has the same window; a new
 group of a retried run picks anew.
@@ -26,10 +35,13 @@ group of a retried run picks anew.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import logging
 import os
+import socket
 from datetime import timedelta
 from typing import Any, Optional
+from urllib.parse import urlparse
 
 import reference
 from reference.exceptions import GetTimeoutError
@@ -138,8 +150,62 @@ def setup_process_group(backend: str, world_rank: int, world_size: int, init_met
                 "training. Please install it or ensure it is available in your "
                 "environment.") from exc
         torch_tpu._loader.load()
-    dist.init_process_group(backend=backend, init_method=init_method, rank=world_rank,
-                            world_size=world_size, timeout=timedelta(seconds=timeout_s))
+    timeout = timedelta(seconds=timeout_s)
+    store = rendezvous_store(init_method, world_rank, world_size, timeout)
+    if store is None:
+        dist.init_process_group(backend=backend, init_method=init_method, rank=world_rank,
+                                world_size=world_size, timeout=timeout)
+    else:
+        dist.init_process_group(backend=backend, store=store, rank=world_rank,
+                                world_size=world_size, timeout=timeout)
+
+
+def master_endpoint(init_method: str) -> tuple[str, int]:
+    """The (address, port) rank 0's store serves, from a tcp:// URL or MASTER_ADDR/PORT."""
+    if init_method.startswith("tcp://"):
+        url = urlparse(init_method)
+        return url.hostname or "", int(url.port or 0)
+    return os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+
+
+def rendezvous_store(init_method: str, rank: int, world_size: int, timeout: timedelta):
+    """The group's TCPStore, rank 0's listening on the master address only; None where
+    torch's own rendezvous must run (see the module's note)."""
+    from torch.distributed import TCPStore
+
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true":
+        return None
+    host, port = master_endpoint(init_method)
+    use_libuv = os.environ.get("USE_LIBUV", "1") == "1"  # what torch's rendezvous reads
+    if rank != 0:
+        return TCPStore(host, port, world_size, False, timeout, use_libuv=use_libuv)
+    try:
+        listener = listening_socket(host, port)
+    except OSError as e:
+        if e.errno != errno.EADDRNOTAVAIL:
+            raise
+        logger.warning("The torch rendezvous store cannot listen on MASTER_ADDR=%s only (%s); "
+                       "torch's own rendezvous listens on every address of this host.", host, e)
+        return None
+    with listener:
+        # The store owns (and closes) the descriptor it gets: hand it a duplicate.
+        return TCPStore(host, port, world_size, True, timeout,
+                        master_listen_fd=os.dup(listener.fileno()), use_libuv=use_libuv)
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket listening on `host`:`port` only."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICSERV)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as torch's server does
+        sock.bind(address)
+        sock.listen(socket.SOMAXCONN)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 def shutdown_torch(destroy_process_group: bool = False) -> None:
