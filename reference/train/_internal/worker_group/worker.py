@@ -45,7 +45,7 @@ import cloudpickle
 from reference.train import _validation as v
 from reference.train._context import TrainContext
 from reference.train._internal.session import Session, set_session
-from reference.train._internal.storage import fs_utils
+from reference.train._internal.storage import confine, fs_utils
 from reference.train._internal.storage.snapshot import encode_json, read_snapshot
 from reference.train._internal.storage.storage_context import validate_checkpoint_dir_name
 from reference.train._internal.worker_group import threads
@@ -150,6 +150,7 @@ def stage_checkpoint(checkpoint, storage, staging: str, move: bool) -> None:
     fs = storage.storage_filesystem
     src_fs, src = checkpoint.filesystem, checkpoint.path
     local_src = fs_utils.is_local(src_fs)
+    confine.inside(storage, staging, "staging a checkpoint in")
     if fs_utils.is_local(fs) and local_src:
         os.makedirs(staging, exist_ok=True)
         if move and not _holds_links(src):
@@ -184,6 +185,7 @@ def _holds_links(folder: str) -> bool:
 
 def stage_nothing(storage, staging: str) -> None:
     """An empty contribution to the round (the checkpoint is registered in place)."""
+    confine.inside(storage, staging, "staging a checkpoint in")
     if fs_utils.is_local(storage.storage_filesystem):
         os.makedirs(staging, exist_ok=True)
     else:
