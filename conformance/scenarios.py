@@ -3,12 +3,26 @@
 A fit on Ray takes seconds, so checks that only read different facts of the same run
 (the Result, the journal, the files on disk) share it. `shared(impl, key, build)` runs the
 scenario once per session and implementation and caches the outcome.
+
+Workspaces. `workspace()` makes a check's folder inside one folder per process,
+`<temp dir>/trainspec-workspaces-<pid>-XXXX` (0700), removed when that process exits: a
+shared run's files stay readable for as long as the session runs, and no check leaves
+anything behind. The process holds an flock on the folder's `.lock` while it lives, so a
+later process removes the folders of processes that were killed before they could. A
+workspace passed to `keep(folder)` (a failed matrix cell's, for a post-mortem) is left in
+place, listed in `.kept`; `TRAINSPEC_KEEP_WORKSPACES=1` keeps them all.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import dataclasses
+import fcntl
+import glob
 import os
+import shutil
+import stat
 import tempfile
 import time
 import uuid
@@ -83,8 +97,87 @@ class _EnvironTrainer:
                     os.environ[k] = v
 
 
+_ROOT_PREFIX = "trainspec-workspaces-"
+KEEP_ENV = "TRAINSPEC_KEEP_WORKSPACES"
+_root: tuple[int, str, int] | None = None  # (pid, folder, its .lock's descriptor)
+
+
 def workspace(prefix: str = "trainspec-") -> str:
-    return tempfile.mkdtemp(prefix=prefix)
+    """A new empty folder for one check's files, removed when this process exits (see the
+    module note)."""
+    return tempfile.mkdtemp(prefix=prefix, dir=_workspace_root())
+
+
+def keep(folder: str) -> str:
+    """Leave the workspace `folder` in place when this process exits; returns it."""
+    root = os.path.dirname(os.path.abspath(folder))
+    with open(os.path.join(root, ".kept"), "a") as f:
+        f.write(os.path.basename(folder) + "\n")
+    return folder
+
+
+def _workspace_root() -> str:
+    global _root
+    if _root is None or _root[0] != os.getpid():  # a forked child makes its own
+        remove_stale_workspaces()
+        folder = tempfile.mkdtemp(prefix=f"{_ROOT_PREFIX}{os.getpid()}-")
+        lock = os.path.join(folder, ".lock")
+        fd = os.open(lock + ".new", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.rename(lock + ".new", lock)  # visible to other processes only once locked
+        _root = (os.getpid(), folder, fd)
+        atexit.register(_remove_root, os.getpid(), folder)
+    return _root[1]
+
+
+def _remove_root(pid: int, folder: str) -> None:
+    if os.getpid() == pid and os.environ.get(KEEP_ENV) != "1":  # not in a forked child
+        _remove_unkept(folder)
+
+
+def _remove_unkept(folder: str) -> None:
+    try:
+        with open(os.path.join(folder, ".kept")) as f:
+            kept = set(f.read().split())
+    except FileNotFoundError:
+        kept = set()
+    for name in os.listdir(folder):
+        if name not in kept and name != ".kept":
+            path = os.path.join(folder, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+    if not kept:
+        with contextlib.suppress(OSError):  # something a late child wrote meanwhile
+            os.rmdir(folder)
+
+
+def remove_stale_workspaces() -> list[str]:
+    """Remove the workspace folders of this user's processes that have ended (their `.lock`
+    is free), keeping what they `keep()`-ed; returns the folders handled."""
+    handled = []
+    for folder in glob.glob(os.path.join(tempfile.gettempdir(), f"{_ROOT_PREFIX}*")):
+        try:
+            st = os.lstat(folder)
+            fd = os.open(os.path.join(folder, ".lock"), os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue  # not ours, kept (no lock file left), or removed meanwhile
+        try:
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # its process is alive
+            _remove_unkept(folder)
+            handled.append(folder)
+        except OSError:
+            continue  # another process is removing it too
+        finally:
+            os.close(fd)
+    return handled
 
 
 def new_script(impl, folder: str, journal: str = "journal", **kwargs) -> Script:

@@ -42,7 +42,7 @@ import threading
 import time
 from pathlib import Path
 
-from ._state import new_history_path
+from ._state import create_history, open_history
 
 _MESSAGE_BATCH = 256
 #: the events a cluster records (the list above); a layer above adds dotted names of its own
@@ -56,15 +56,22 @@ class History:
     """Writer of a cluster's history, and reader of any history file."""
 
     def __init__(self, path: str | os.PathLike | None = None, *, writable: bool = True):
-        """`path` None: a new file in the per-user state folder (see `simcluster._state`)."""
-        self.path = Path(path) if path is not None else new_history_path()
+        """`path` None: a new file in the per-user state folder (see `simcluster._state`).
+        Nothing is written through a symlink (`simcluster._state`)."""
+        fd = None
+        if path is None:
+            path, fd = create_history()
+            if not writable:
+                os.close(fd)
+                fd = None
+        elif writable:
+            fd = open_history(Path(path))
+        self.path = Path(path)
         self._lock = threading.Lock()
         self._seq = 0
         self._pending: list[str] = []
-        self._fd: int | None = None
+        self._fd: int | None = fd
         self._listeners: tuple = ()
-        if writable:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
 
     def record(self, event: str, **fields) -> dict | None:
         """Append one event; a no-op once the history is closed (late exits at shutdown)."""

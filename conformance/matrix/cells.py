@@ -34,7 +34,7 @@ from conformance.matrix.faults import FaultKind
 from conformance.matrix.job_file import JobFile, JobTrainer, resumed_where_restored, trainer_class
 from conformance.matrix.table import CellResult, verdict_of
 from conformance.matrix.torch_job import DDPTrainer
-from conformance.scenarios import Run, new_script, run, verify_history, workspace
+from conformance.scenarios import Run, keep, new_script, run, verify_history, workspace
 
 
 @dataclasses.dataclass
@@ -225,7 +225,7 @@ def run_cell(impl, fault: FaultKind, job: Job) -> CellResult:
     fit_error = cell.last_outcome.error if cell.last_outcome is not None else None
     verdict, reason, detail = verdict_of(raised, cell.setting, fit_error)
     if verdict in ("fail", "hang"):
-        detail = f"{detail}\n(workspace kept: {cell.folder})"
+        detail = f"{detail}\n(workspace kept: {keep(cell.folder)})"
         with contextlib.suppress(Exception):
             impl.reset()
     else:

@@ -5,7 +5,11 @@ Design note. A node's container runs this machine's interpreter and packages, bi
 read-only at the same paths into `image`, with `pid_mode="host"` so the supervisor's pid
 is a host pid: the driver kills a node's processes at one instant as on the other
 providers (and the container ends with its first process), and a worker's pid means the
-same everywhere. A pause is `docker pause` (the engine freezes the container's cgroup). Each cluster has its own bridge network
+same everywhere. A pause is `docker pause` (the engine freezes the container's cgroup).
+A container runs as the driver's uid and gid, never as root: what its workers write to the
+shared folders is the driver's user's, and the driver can signal its processes. A fault
+that could not be delivered (a node's process is another user's: EPERM) is an error, never
+a silent no-op. Each cluster has its own bridge network
 `sc-<tag>` with 10.214.<k>.0/24; the driver listens on its gateway, node i gets .i+2. The
 secret reaches a node through the cluster's key file, mounted read-only, never through the
 container's environment (which `docker inspect` shows). A partition disconnects the
@@ -26,7 +30,9 @@ checkpoint is the file the driver reads; the rest of a node's file system is its
 
 Cleanup: a supervisor that loses its driver kills its group, which ends the container
 (auto-removed); `close` force-removes the cluster's containers and network; every new
-docker cluster removes containers and networks labelled with a dead owner pid.
+docker cluster removes containers and networks labelled with a dead owner
+(`pid:start time:PID namespace`; an owner in another PID namespace is never judged dead,
+and a label without the namespace, from an older cluster, is judged by pid and start time).
 """
 
 from __future__ import annotations
@@ -43,10 +49,10 @@ import tarfile
 import tempfile
 import threading
 
+from .. import _owner
 from .._errors import SimclusterError
 from .._keys import key_path
 from .._proc import import_modules
-from ..procfs import start_time
 from .base import Provider, base36
 
 LABEL = "simcluster.owner"
@@ -123,7 +129,7 @@ class DockerProvider(Provider):
         self.shared = tuple(os.path.abspath(os.path.expanduser(p)) for p in (
             shared if shared is not None else (tempfile.gettempdir(), "~/ray_results")))
         self.tag = base36(os.getpid()) + base36(_counter)
-        self.owner = f"{os.getpid()}:{start_time(os.getpid())}"
+        self.owner = ":".join(map(str, _owner.this_process()))
         self.client = self.network = None
         self.subnet = ""
         self.containers: dict[str, object] = {}
@@ -174,7 +180,7 @@ class DockerProvider(Provider):
     def _run(self, node, fields, report) -> None:
         boot = {**fields, "sys_path": [os.path.abspath(p or os.curdir) for p in sys.path]}
         mounts = _covering({sys.prefix, sys.base_prefix, *boot["sys_path"], *_source_roots()})
-        key = key_path(boot["address"])
+        key = boot["key_path"] = str(key_path(boot["address"]))
         if self._mount_usr:
             mounts.add("/usr")
         for folder in self.shared:
@@ -182,7 +188,7 @@ class DockerProvider(Provider):
         mounts = {p for p in mounts if not _inside(p, self.shared)}
         volumes = {p: {"bind": p, "mode": "ro"} for p in sorted(mounts)}
         volumes.update({p: {"bind": p, "mode": "rw"} for p in self.shared})
-        volumes[str(key)] = {"bind": str(key), "mode": "ro"}
+        volumes[key] = {"bind": key, "mode": "ro"}
         env = {k: v for k, v in fields["env"].items() if k != "PYTHONPATH"}
         env["SIMCLUSTER_BOOT"] = json.dumps({k: v for k, v in boot.items() if k != "env"})
         try:
@@ -190,6 +196,7 @@ class DockerProvider(Provider):
             container = self.client.containers.run(
                 self.image, [sys.executable, "-m", "simcluster.providers.docker"], detach=True,
                 auto_remove=True, pid_mode="host", name=f"sc-{self.tag}-{node.index}",
+                user=f"{os.getuid()}:{os.getgid()}",
                 environment=env, volumes=volumes, labels={LABEL: self.owner},
                 network=self.network.name, working_dir=os.getcwd(),
                 networking_config={self.network.name: endpoint})
@@ -223,7 +230,10 @@ class DockerProvider(Provider):
     def kill(self, pids: dict[str, int]) -> None:
         """The group-stop-then-SIGKILL of the other providers, from this machine (the pids
         are host pids); a frozen container is thawed after, so the pending SIGKILLs land.
-        The container ends with its first process and the engine removes it."""
+        The container ends with its first process and the engine removes it. A node whose
+        supervisor this process may not signal raises SimclusterError, before any signal."""
+        for node_id, pid in pids.items():
+            _check_signallable(node_id, pid)
         super().kill(pids)
         for node_id in pids:
             with self._lock:
@@ -250,6 +260,28 @@ class DockerProvider(Provider):
                 pass
         self.client.close()
         self.client = None
+
+
+def _check_signallable(node_id: str, pid: int | None) -> None:
+    """SimclusterError if a signal to `pid` (a node's supervisor) would fail with EPERM:
+    the fault would silently do nothing."""
+    if not pid:
+        return
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return  # gone already: the node is down, which is what the kill wants
+    except PermissionError:
+        try:
+            owner = f"uid {os.stat(f'/proc/{pid}').st_uid}"
+        except OSError:
+            owner = "another user"
+        raise SimclusterError(
+            f"cannot kill {node_id}: its supervisor (pid {pid}) runs as {owner} and this "
+            f"driver (uid {os.getuid()}) may not signal it, so the fault would do nothing (an "
+            "engine that remaps users, e.g. rootless or userns-remap, runs containers as "
+            "other host uids): use an engine without user remapping, or provider='process'"
+        ) from None
 
 
 def _alive(container) -> bool:
@@ -301,8 +333,8 @@ def reap_stale(client) -> None:
     Listed with the low-level API (one call, no inspection of each): another cluster's
     containers come and go meanwhile, and one removed under us is no error."""
     def dead(labels) -> bool:
-        pid, _, start = (labels or {}).get(LABEL, "0:").partition(":")
-        return start_time(int(pid or 0)) != start
+        pid, start, namespace = ((labels or {}).get(LABEL, "0:").split(":", 2) + [""])[:3]
+        return _owner.judge(int(pid) if pid.isdigit() else 0, start, namespace) == _owner.DEAD
     for container in client.api.containers(all=True, filters={"label": LABEL}):
         if dead(container.get("Labels")):
             _ignore_gone(client.api.remove_container, container["Id"], force=True)
@@ -327,7 +359,9 @@ def node_main() -> None:
     """A node in a container: boot from the environment, secret from the mounted key."""
     boot = json.loads(os.environ.pop("SIMCLUSTER_BOOT"))
     sys.path[:0] = [p for p in boot["sys_path"] if p not in sys.path]
-    boot["secret"] = key_path(boot["address"]).read_text().split()[0]  # line 1: the secret
+    key = boot.get("key_path") or key_path(boot["address"])  # the driver's key file, mounted
+    with open(key) as f:
+        boot["secret"] = f.read().split()[0]  # line 1: the secret
     if os.getpgid(0) != os.getpid():
         os.setsid()  # the driver's killpg(pid) must reach the whole node
     # (a container's first process already leads its own session and group: setsid fails)

@@ -12,9 +12,15 @@ Cleanup must survive a SIGKILLed driver, so it has two layers. (1) A reaper proc
 own session holds the read end of a pipe from the driver; when the driver exits, however
 it exits, the pipe closes and the reaper deletes everything recorded for the cluster.
 (2) The tag is derived from the driver's pid, and a state file
-`<state dir>/netns-<tag>.json` names the owner (pid and start time) and every namespace and
-link *before* it is created; each new netns cluster deletes the leftovers of dead owners.
-Subnets are picked under a lock file, skipping those of live clusters.
+`<state dir>/netns-<tag>.json` names the owner (pid, start time and PID namespace) and every
+namespace and link *before* it is created; each new netns cluster deletes the leftovers of
+dead owners (an owner in another PID namespace is never judged dead; a state file without
+the namespace, from an older cluster, is judged by pid and start time). Subnets are picked
+under a lock file, skipping those of live clusters.
+
+The state dir is `simcluster-netns-<uid>` in /run (where it is writable), else in the temp
+dir: this user's, 0700, and reached only through folders no other user can change
+(`simcluster._private_dir`); a planted one is refused, never used.
 """
 
 from __future__ import annotations
@@ -28,18 +34,24 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .. import _owner
 from .._errors import SimclusterError
-from ..procfs import start_time
+from .._private_dir import open_private
 from .base import Provider, base36
 
 PREFIX = "10.213"
 _counter = 0
 
 
-def state_dir() -> Path:
-    base = Path("/run") if os.access("/run", os.W_OK) else Path(tempfile.gettempdir())
-    path = base / "simcluster"
-    path.mkdir(mode=0o700, exist_ok=True)
+def state_dir(base: str | None = None) -> Path:
+    """The folder of this user's netns state files in `base` (None: /run where it is
+    writable, else the temp dir; see the module note), made if missing."""
+    if base is None:
+        base = "/run" if os.access("/run", os.W_OK) else tempfile.gettempdir()
+    path = Path(base) / f"simcluster-netns-{os.getuid()}"
+    os.close(open_private(path, what="netns state files",
+                          fix="have its owner or root remove it (in the temp dir: or set "
+                              "TMPDIR to a folder of your own)"))
     return path
 
 
@@ -76,7 +88,8 @@ class NetnsProvider(Provider):
         if len(self.tag) > 8:
             raise SimclusterError("provider='netns': this process made too many clusters")
         self.bridge = f"scb{self.tag}"
-        self.state: dict = {"pid": os.getpid(), "start": start_time(os.getpid()),
+        pid, start, namespace = _owner.this_process()
+        self.state: dict = {"pid": pid, "start": start, "pidns": namespace,
                             "tag": self.tag, "links": [], "namespaces": []}
         self.path = state_dir() / f"netns-{self.tag}.json"
         self.subnet: str | None = None
@@ -175,8 +188,11 @@ def cleanup(state: dict) -> None:
 
 
 def owner_alive(state: dict) -> bool:
-    start = start_time(state.get("pid", 0))
-    return start is not None and start == state.get("start")
+    """False only for an owner known to be gone (see the module note)."""
+    pid, start = state.get("pid", 0), state.get("start")
+    if not isinstance(pid, int) or not start:
+        return False
+    return _owner.judge(pid, start, str(state.get("pidns") or "")) != _owner.DEAD
 
 
 def reap_stale() -> list[str]:

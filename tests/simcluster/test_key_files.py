@@ -78,6 +78,7 @@ def world_tmp(monkeypatch, tmp_path_factory):
     tmp.mkdir()
     tmp.chmod(0o1777)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)  # no fallback: see test_key_folder_taken
     yield tmp
     shutil.rmtree(base, ignore_errors=True)
 
