@@ -9,6 +9,8 @@ slow or paused peer, and bytes leave in the order `send` was called.
 Hazards: the selector is touched only by the loop thread (others go through `call_soon`);
 sockets are closed only by the loop thread, so a frame handler never sees a socket vanish
 under it; a handler that raises is reported and its connection closed, the loop goes on.
+`drain` reads one connection at once, out of the selector's turn and for a bounded time (an
+exited worker's socket, before the driver closes it).
 
 Peers that have not authenticated cost the loop little and cannot starve it: each gets
 `HANDSHAKE_TIMEOUT_S` to finish the handshake; at most `max_unauthenticated` of them are
@@ -62,6 +64,7 @@ class Connection:
         self.ident = ""
         self.data: object = None
         self.closed = False
+        self.last_read = 0.0  # monotonic time of the last read that brought bytes
         self._out: collections.deque = collections.deque()
         self._wlock = threading.Lock()
 
@@ -250,17 +253,22 @@ class Loop(threading.Thread):
     def _service(self, conn: Connection, events: int) -> None:
         if events & _WRITE and conn._flush() and not conn.closed:
             self._sel.modify(conn.sock, _READ, conn)
-        if not events & _READ or conn.closed:
-            return
+        if events & _READ and not conn.closed:
+            self._read(conn)
+
+    def _read(self, conn: Connection) -> bool:
+        """One read, and the frames it completes dispatched; False once the socket had
+        nothing to read or the connection closed."""
         try:
             data = conn.sock.recv(1 << 18)
         except (BlockingIOError, InterruptedError):
-            return
+            return False
         except OSError:
             data = b""
         if not data:
             self.close(conn)
-            return
+            return False
+        conn.last_read = time.monotonic()
         try:
             for kind, payload in conn.reader.feed(data):
                 if conn.handshake is not None:
@@ -268,13 +276,23 @@ class Loop(threading.Thread):
                 else:
                     self._on_frame(conn, kind, payload)
                 if conn.closed:
-                    return
+                    return False
         except ProtocolError:
             self.close(conn)
         except Exception:
             print(f"simcluster: dropping {conn.role} {conn.ident} after an error:", file=sys.stderr)
             traceback.print_exc()
             self.close(conn)
+        return not conn.closed
+
+    def drain(self, conn: Connection, until: float) -> bool:
+        """Read and dispatch what `conn`'s socket holds now, as `_service` would, without
+        waiting for the selector: True once it held nothing more (or the connection closed),
+        False if `until` (monotonic) came first. Loop thread only."""
+        while self._read(conn):
+            if time.monotonic() >= until:
+                return False
+        return True
 
     def _handshake_step(self, conn: Connection, kind: int, payload: bytes) -> None:
         reply, done = conn.handshake.on_frame(kind, payload)

@@ -4,8 +4,14 @@ Design note. Two sockets speak for a worker: its node's (which says `started` wi
 and `exited` with the wait status) and its own (messages, then one RESULT frame carrying
 the outcome, then EOF when the process is gone). The exit is final when both have spoken:
 the status is known AND the worker's socket reached EOF, so the outcome (written before the
-process exited) has been read. A process the worker forked may keep that socket open; after
-`FORCE_AFTER_S` the driver stops waiting and closes it.
+process exited) has been read. The driver waits `FORCE_AFTER_S` for that EOF: a process the
+worker forked may keep the socket open, so it may never come. Then it drains the socket before
+closing it, because what the worker wrote may still sit in the kernel's buffers (megabytes,
+behind a loop that a callback slowed): frames are dispatched as usual until the socket has
+been quiet for `DRAIN_STEP_S`; one that keeps delivering (a live process writes to it) is
+closed `DRAIN_MAX_S` after the drain began. A frame still incomplete then, or at EOF, can
+never be completed: it is dropped, and the exit's history event says so (`dropped`: the
+bytes held, and why).
 
 Ordering hazards. `worker_start` is recorded at the first of (`started`, the worker's socket
 authenticating), so in the history it precedes every message and the exit. A node that goes
@@ -18,13 +24,16 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 
 from .._errors import ChannelClosed, NodeDownError, WorkerStartError
 from .._wire import CTRL, FAULT, MSG, UPLOAD, dumps, loads, message_type
 from ..frontend.endpoint import Bundle
 from .accelerators import visible_devices_env
 
-FORCE_AFTER_S = 0.5
+FORCE_AFTER_S = 0.5   # how long an exited worker's socket may stay open before it is drained
+DRAIN_STEP_S = 0.05   # a drain reads at most this long at a time; this quiet, it is done
+DRAIN_MAX_S = 1.0     # a socket that keeps delivering is closed this long after the drain began
 
 
 class WorkerRec:
@@ -43,6 +52,7 @@ class WorkerRec:
         self.eof = False
         self.final = False
         self.forcing = False
+        self.drain_until: float | None = None
 
 
 class WorkerOps:
@@ -215,11 +225,17 @@ class WorkerOps:
     def _finalize(self, w: WorkerRec, force: bool = False) -> None:
         if w.final or w.status is None:
             return
-        if not force and w.conn is not None and not w.eof:
-            if not w.forcing:
-                w.forcing = True
-                self.loop.call_later(FORCE_AFTER_S, self._finalize, w, True)
-            return
+        still = False
+        if w.conn is not None and not w.eof:
+            if not force:
+                if not w.forcing:
+                    w.forcing = True
+                    self.loop.call_later(FORCE_AFTER_S, self._finalize, w, True)
+                return
+            still = self._drain(w)
+            if still is None:
+                return
+        dropped = _dropped(w, still)
         with self.lock:
             w.final = True
             code, sig = w.status
@@ -227,7 +243,7 @@ class WorkerOps:
                         code=code, signal=sig, reason=w.reason)
             self.history.record("worker_exit", worker=w.id, node=w.node_id, pid=w.pid,
                                 code=code, signal=sig, reason=w.reason,
-                                outcome=message_type(w.result) if w.result else None)
+                                outcome=message_type(w.result) if w.result else None, **dropped)
             if w.reason == "exited":  # reaped by its supervisor: the pid may be reused now
                 self.nodes[w.node_id].pids.discard(w.pid)
             self._forget(w)
@@ -239,6 +255,25 @@ class WorkerOps:
         if w.conn is not None and not w.conn.closed:
             self.loop.close(w.conn)
 
+    def _drain(self, w: WorkerRec) -> bool | None:
+        """The exited worker's socket stayed open: read what it holds. None while not done
+        (a later call goes on; also once EOF came meanwhile, which finished the worker),
+        False once the socket is quiet, True if it still delivers at `drain_until`."""
+        conn, now = w.conn, time.monotonic()
+        if w.drain_until is None:
+            w.drain_until = now + DRAIN_MAX_S
+        emptied = self.loop.drain(conn, min(w.drain_until, now + DRAIN_STEP_S))
+        if w.final:
+            return None
+        now = time.monotonic()
+        quiet_s = now - conn.last_read if emptied else 0.0
+        if quiet_s >= DRAIN_STEP_S:
+            return False
+        if now >= w.drain_until:
+            return True
+        self.loop.call_later(DRAIN_STEP_S - quiet_s, self._finalize, w, True)
+        return None
+
     def _forget(self, w: WorkerRec) -> None:
         with self.lock:
             self.workers.pop(w.id, None)
@@ -247,3 +282,17 @@ class WorkerOps:
                 rec.workers.discard(w.id)
                 if rec.node.state == "down" and not rec.workers:
                     rec.gone.set()
+
+
+def _dropped(w: WorkerRec, still: bool) -> dict:
+    """The `dropped` field of a worker's exit event, when the driver had to leave data."""
+    held = w.conn.reader.pending if w.conn is not None else 0
+    if still:
+        why = (f"its socket still delivered {DRAIN_MAX_S} s after the drain began (a process "
+               "that outlived the worker writes to it); closed")
+    elif held:
+        why = "an incomplete frame: " + ("the socket ended inside it" if w.eof else
+                                         "its writer exited mid-frame and nothing more came")
+    else:
+        return {}
+    return {"dropped": {"bytes": held, "why": why}}
