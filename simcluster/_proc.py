@@ -9,7 +9,9 @@ whatever a worker starts stays in its tree - a double-forked daemon in a session
 is re-parented to the worker, or to the supervisor once the worker is gone, never to init -
 and `kill_descendants` can find all of it in /proc; (3) a supervisor kills its tree when its
 driver goes away, and what a worker left behind when the worker exits; (4) the cluster kills
-each node's tree on close.
+each node's tree on close; (5) where cgroup v2 can be written, each worker and all it starts
+live in a cgroup of their own below the node's (`_cgroup.py`), killed at once through
+`cgroup.kill`, which no fork outruns; the /proc walk is then only the fallback.
 
 Hazards: PR_SET_PDEATHSIG fires when the parent *thread* ends, not the parent process, so
 the driver starts the factory only from its event-loop thread, which lives as long as the
@@ -29,11 +31,12 @@ import subprocess
 import sys
 import time
 
-from . import procfs
+from . import _cgroup, procfs
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 _CLONE_NEWNET = 0x40000000
+CGROUP_WAIT_S = 2.0  # SIGKILLed processes are gone in ms; one in D state can take longer
 _libc = None
 
 
@@ -146,7 +149,15 @@ def kill_descendants(roots, spare=(), sig: int = signal.SIGKILL,
     yet signalled. That ends it: after SIGKILL a process forks no more, and a child forked
     before then exists by the next round (the signal is pending before `kill` returns).
     Zombies are signalled too (harmless), because a thread-group leader that has exited
-    shows as a zombie while its other threads still run."""
+    shows as a zombie while its other threads still run.
+
+    A walk reads every process on the machine, so a process that forks and exits in a loop
+    (a new pid per hop) outruns it. But an orphan lands on its subreaper, a root, the
+    moment its parent is gone: after each round the roots' own children (one small read
+    each) are followed until none is new, which catches a hopper within microseconds. A
+    caller that is one of the roots also reaps what it signalled as it dies: each hop
+    leaves a zombie, and unreaped they would fill the pid space and slow every walk."""
+    me = os.getpid()
     roots, spare = set(roots), set(spare)
     signalled: dict[int, str] = {}
     for _ in range(max_rounds):
@@ -166,7 +177,51 @@ def kill_descendants(roots, spare=(), sig: int = signal.SIGKILL,
         for pid in new:
             _signal_same(pid, table[pid][1], sig)
             signalled[pid] = table[pid][1]  # also if that failed: it is gone, or not ours
+        _chase(roots, spare, sig, signalled, reap=me in roots)
+    if me in roots:
+        _reap_signalled(signalled)
     return signalled
+
+
+def _chase(roots, spare, sig: int, signalled: dict[int, str], reap: bool,
+           max_turns: int = 10_000) -> None:
+    """Signal the roots' direct children (not spared) until a turn finds none new. A pid
+    signalled before is passed over unread: a root may hold hundreds of zombies, and a turn
+    must stay shorter than a fork (a reused pid is for the next walk to find)."""
+    for _ in range(max_turns):
+        new = False
+        for root in roots:
+            for pid in children_of(root) or ():
+                if pid in signalled or pid in spare:
+                    continue
+                start = procfs.start_time(pid)
+                if start is not None:
+                    _signal_same(pid, start, sig)
+                    signalled[pid], new = start, True
+        if reap:
+            _reap_signalled(signalled)
+        if not new:
+            return
+
+
+def _reap_signalled(signalled: dict[int, str]) -> None:
+    """Reap those of the signalled processes that are this process's dead children (never
+    a spared one: a supervisor's workers are reaped, and reported, by pid elsewhere)."""
+    for pid in children_of(os.getpid()) or ():
+        if pid in signalled:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+
+def children_of(pid: int) -> list[int] | None:
+    """The children of `pid` (its main thread's: see `own_children`), None if unreadable."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
+            return [int(p) for p in f.read().split()]
+    except OSError:
+        return None
 
 
 def own_children() -> list[int] | None:
@@ -177,24 +232,28 @@ def own_children() -> list[int] | None:
     child to leave the list while the file is read, and a child leaves its parent's list
     only when reaped (a zombie stays). Re-parented orphans are appended, never inserted.
     It costs one read where a /proc walk reads every process on the machine."""
-    try:
-        with open(f"/proc/self/task/{os.getpid()}/children", "rb") as f:
-            return [int(p) for p in f.read().split()]
-    except OSError:
-        return None
+    return children_of(os.getpid())
 
 
 def kill_trees(roots) -> None:
     """SIGKILL these subreapers (supervisors, each leading its process group) and everything
     below them, from outside. Each group is stopped first: its workers do nothing more from
     that instant (as with the single killpg this replaces), and the root neither exits nor
-    reports while its tree dies, and stays alive to adopt orphans until all is signalled."""
+    reports while its tree dies, and stays alive to adopt orphans until all is signalled.
+    A node with a cgroup (`_cgroup.py`) has all its workers' processes killed at once by
+    it, and the cgroup is removed; the walk then finds only what is outside any cgroup."""
     roots = [r for r in roots if r]
+    groups = [path for r in roots if (path := _cgroup.node_cgroup_of(r))]
     for root in roots:
         killpg(root, signal.SIGSTOP)
+    for path in groups:
+        _cgroup.kill(path)
     kill_descendants(roots)
     for root in roots:
         killpg(root, signal.SIGKILL)
+    for path in groups:
+        _cgroup.destroy(path, CGROUP_WAIT_S)
+    _cgroup.sweep()  # and those of nodes that died before anyone could remove them
 
 
 def reap(pids: dict[int, str], timeout_s: float) -> dict[int, str]:

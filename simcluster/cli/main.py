@@ -10,7 +10,8 @@ triggers see the first nodes), runs `python script.py args` with SIMCLUSTER_ADDR
 as they happen (a live panel with `rich` on a terminal, plain lines otherwise), prints where
 the history is (`--history`, else a new file in the per-user state folder: see
 `simcluster._state`), and exits with the script's code. SIGINT / SIGTERM go to the script
-first.
+first. The script, and everything it starts, ends with `simcluster run`, even one that is
+SIGKILLed (`keeper.py`).
 
 Node groups: `[COUNTx]ITEM[+ITEM...][:TYPE]`, ITEM one of `<n>cpu`, `<n>gpu`, `<n>tpu`;
 e.g. `2x4cpu` (two nodes of 4 CPUs), `1x8cpu+2gpu:A100`. A group without CPUs gets one.
@@ -23,11 +24,11 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
 
 from .. import Cluster, FaultPlan, History, NodeSpec, SimclusterError
 from .._history import EVENTS
+from .keeper import Keeper
 from .progress import make_progress
 
 _ITEM = re.compile(r"^(\d+(?:\.\d+)?)(cpus?|gpus?|tpus?)$")
@@ -69,39 +70,40 @@ def _run(args) -> int:
     if not os.path.exists(args.script):
         print(f"simcluster run: no such script: {args.script}", file=sys.stderr)
         return 2
-    cluster = Cluster(nodes=specs, provider=args.provider, history_path=args.history,
-                      faults=plan)
-    history_path = cluster.history.path
-    progress = make_progress(cluster.history, quiet=args.quiet, stream=sys.stderr)
-    child, code, interrupted = None, None, []
+    # The script runs below a keeper (keeper.py): it, and all it starts, die with this
+    # process, even by SIGKILL. The keeper starts while the cluster does.
+    keeper = Keeper([sys.executable, args.script, *args.args])
+    code, interrupted, cluster, progress = None, [], None, None
     try:
+        cluster = Cluster(nodes=specs, provider=args.provider, history_path=args.history,
+                          faults=plan)
+        history_path = cluster.history.path
+        progress = make_progress(cluster.history, quiet=args.quiet, stream=sys.stderr)
         print(f"simcluster: {len(specs)} nodes up at {cluster.address} "
               f"(provider {cluster.provider.name}); history: {history_path}", file=sys.stderr)
-        env = {**os.environ, "SIMCLUSTER_ADDRESS": cluster.address}
-        # Its own process group: a Ctrl-C reaches the script once, from here, not twice
-        # (from the terminal and forwarded); a second Ctrl-C kills it.
-        child = subprocess.Popen([sys.executable, args.script, *args.args], env=env,
-                                 process_group=0)
 
+        # The keeper has a process group of its own: a Ctrl-C reaches the script once,
+        # from here, not twice (from the terminal and forwarded); a second one kills it.
         def forward(sig, _frame):
             if sig == signal.SIGINT and interrupted:
-                child.kill()
+                keeper.release()
                 return
             interrupted.append(sig)
-            child.send_signal(sig)
+            keeper.proc.send_signal(sig)
 
         old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
-            code = child.wait()
+            keeper.start(cluster.address)
+            code = keeper.proc.wait()
         finally:
             for s, handler in old.items():
                 signal.signal(s, handler)
     finally:
-        if child is not None and child.poll() is None:
-            child.kill()
-            child.wait()
-        progress.close()
-        cluster.close()
+        keeper.end()  # a script still running (this failed) goes, with all it started
+        if progress is not None:
+            progress.close()
+        if cluster is not None:
+            cluster.close()
     status = 128 - code if code < 0 else code  # what a shell reports for the script
     events = History.read(history_path)
     faults = sum(e["event"] == "fault" for e in events)

@@ -75,6 +75,10 @@ class ClusterClient(Endpoint):
         self._calls: dict[int, tuple[threading.Event, list]] = {}
         self._ids = itertools.count()
         self._closed = False
+        #: what each started worker was named, so that a worker lost with the connection is
+        #: reported as itself (its owner may route exits by name); guarded by _slots_lock
+        self._started: dict[str, dict] = {}
+        self._reported_lost: set[str] = set()
         self._reader = threading.Thread(target=self._read, name="simcluster-client", daemon=True)
         self._reader.start()
         self._history_path = self._call("info")["history_path"]
@@ -131,7 +135,12 @@ class ClusterClient(Endpoint):
         blob = blob_for(fn, args, kwargs or {})
         wid, pid, node_id, name = self._call("start_worker", node_id, blob, check_env(env),
                                              bundle, name, timeout_s, check_tags(tags))
-        return WorkerHandle(self, wid, pid, node_id, name)
+        with self._slots_lock:  # before the handle makes its slot: a loss then has the name
+            self._started[wid] = dict(worker_id=wid, node_id=node_id, name=name, pid=pid)
+        handle = WorkerHandle(self, wid, pid, node_id, name)
+        if self._closed:  # the connection dropped after the reply: no one else reports it
+            self._report_lost()
+        return handle
 
     def kill_worker(self, worker_id: str, signal: int = _signal.SIGKILL) -> None:
         self._kill_worker(worker_id, int(signal))
@@ -238,8 +247,16 @@ class ClusterClient(Endpoint):
         for done, box in pending:
             box.append({"ok": False, "error": lost})
             done.set()
+        self._report_lost()
+
+    def _report_lost(self) -> None:
+        """Every unfinished worker gets an exit with reason "disconnected", once, named and
+        placed as it was started (the driver has killed it, or is gone with its nodes)."""
         with self._slots_lock:
-            unfinished = [wid for wid, slot in self._slots.items() if not slot.done.is_set()]
-        for wid in unfinished:
-            self._on_exit(wid, dict(worker_id=wid, node_id="", name=wid, pid=None, code=None,
-                                    signal=None, reason="disconnected"), None)
+            lost = [wid for wid, slot in self._slots.items()
+                    if not slot.done.is_set() and wid not in self._reported_lost]
+            self._reported_lost.update(lost)
+            known = {wid: self._started.get(wid) for wid in lost}
+        for wid in lost:
+            info = known[wid] or dict(worker_id=wid, node_id="", name=wid, pid=None)
+            self._on_exit(wid, dict(info, code=None, signal=None, reason="disconnected"), None)

@@ -23,16 +23,20 @@ a live worker's whole tree (double-forked daemons in their own sessions included
 below that worker, and when a worker exits its leftovers are re-parented to the supervisor.
 Then every descendant of the supervisor outside the live workers' trees is a leftover of an
 exited worker: the supervisor kills and reaps them *before* it reports the exit, so a new
-attempt started on that report never runs beside the old attempt's processes.
+attempt started on that report never runs beside the old attempt's processes. Where cgroup
+v2 can be written, each worker is also in a cgroup of its own below the node's
+(`_cgroup.py`; the child enters it before anything else runs): its leftovers are killed
+through that cgroup, which a process forking in a loop cannot outrun as it can a /proc walk,
+and the node's cgroup is removed when the node stops or leaves.
 
 The supervisor kills its whole tree and exits when its driver goes away: the driver
 connection closes, or the parent-death signal arrives (SIGTERM, not SIGKILL, so that there
 is a handler to do it; the factory resumes paused supervisors before it exits, or a frozen
 one could not run the handler). Hazards: the handler may run at any point of the loop, so
-it touches no state but /proc and ends in `os._exit`; a worker must not keep it (it resets
-SIGTERM first thing, and `on_signal` falls back to the default action in a child that has
-not yet); the reaping is by pid, never `waitpid(-1)`, which could steal a worker's status
-from its pidfd.
+it touches no state but /proc and the node's cgroup, and ends in `os._exit`; a worker must
+not keep it (it resets SIGTERM first thing, and `on_signal` falls back to the default action
+in a child that has not yet); the reaping is by pid, never `waitpid(-1)`, which could steal
+a worker's status from its pidfd (except in `leave`, after which nothing is reported).
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ import sys
 import time
 import traceback
 
+from .. import _cgroup
 from .._proc import (
     become_subreaper,
     exit_fields,
@@ -66,13 +71,16 @@ from .._wire import (
 from . import worker_process
 
 LEFTOVER_WAIT_S = 2.0  # a worker's SIGKILLed leftovers die in ms; D state can take longer
+_node: _cgroup.NodeCgroup | None = None  # this node's cgroup, where cgroups can be used
 
 
 def run_node(boot: dict) -> None:
     """Run a node in this (freshly forked) process: connect, authenticate, serve."""
+    global _node
     try:
         become_subreaper()
         on_signal(signal.SIGTERM, lambda: leave(1))
+        _node = _cgroup.NodeCgroup.create()
         sock = connect_socket(boot["address"], boot["node_address"])
         client_handshake(sock, bytes.fromhex(boot["secret"]), "node",
                          f"{boot['node_id']} {os.getpid()}")
@@ -83,10 +91,23 @@ def run_node(boot: dict) -> None:
 
 
 def leave(code: int):
-    """Kill every process below this one and exit (never returns)."""
+    """Kill every process below this one, remove the node's cgroup, exit (never returns)."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    kill_descendants([os.getpid()])
-    os._exit(code)
+    try:
+        if _node is not None:
+            # Reaps with waitpid(-1): nothing is reported any more, so no status is stolen.
+            _node.destroy(LEFTOVER_WAIT_S, reap=_reap_any)
+        kill_descendants([os.getpid()])
+    finally:
+        os._exit(code)
+
+
+def _reap_any() -> None:
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass
 
 
 class Supervisor:
@@ -101,6 +122,8 @@ class Supervisor:
         self.stop_at: float | None = None
         self.killed_rest = False
         self.unreaped: dict[int, str] = {}               # leftovers not dead in time
+        self.cgroups: dict[int, str | None] = {}         # pid -> the worker's cgroup
+        self.stale: list[str] = []                       # worker cgroups not empty in time
 
     def run(self) -> None:
         while True:
@@ -117,6 +140,8 @@ class Supervisor:
                 self._reap(exited)
             if self.stop_at is not None:
                 if not self.children:
+                    if _node is not None:
+                        _node.destroy(LEFTOVER_WAIT_S, reap=self._reap_orphans)
                     self._send({"op": "bye"})
                     os._exit(0)
                 if not self.killed_rest and time.monotonic() >= self.stop_at:
@@ -161,14 +186,19 @@ class Supervisor:
             stream.flush()  # or the child would print our buffered output again
         me = os.getpid()
         armed_r, armed_w = os.pipe()
+        cgroup = _node.new_worker() if _node is not None else None
         try:
             pid = os.fork()
         except OSError as exc:
             os.close(armed_r)
             os.close(armed_w)
+            if cgroup:
+                _cgroup.destroy(cgroup, 0.0)
             self._send({"op": "start_failed", "worker": worker, "error": repr(exc)})
             return
         if pid == 0:
+            if cgroup:  # first thing: all the worker will ever start is born in there
+                _cgroup.enter(cgroup)
             os.close(armed_r)
             worker_process.child_main(self.boot, msg, me, armed_w, self._drop_fds)
         os.close(armed_w)
@@ -176,6 +206,10 @@ class Supervisor:
         # frozen (pause_node) or orphaned before that would outlive the cluster.
         os.read(armed_r, 1)
         os.close(armed_r)
+        if cgroup and _cgroup.cgroup_of(pid) != cgroup:  # it could not enter: walks find it
+            _cgroup.destroy(cgroup, 0.0)
+            cgroup = None
+        self.cgroups[pid] = cgroup
         pidfd = os.pidfd_open(pid)
         self.children[pid] = (worker, pidfd)
         self.pids[worker] = pid
@@ -193,7 +227,7 @@ class Supervisor:
     def _reap(self, pids: list[int]) -> None:
         """Workers that exited (their pidfds are readable): reap them, kill what they left
         behind (one /proc walk for all of them), then report each exit."""
-        reports = []
+        reports, cgroups = [], []
         for pid in pids:
             worker, pidfd = self.children.pop(pid)
             self.pids.pop(worker, None)
@@ -202,6 +236,13 @@ class Supervisor:
             _, status = os.waitpid(pid, 0)
             code, sig = exit_fields(status)
             reports.append({"op": "exited", "worker": worker, "code": code, "signal": sig})
+            cgroups.append(self.cgroups.pop(pid, None))
+        # A worker's cgroup holds all it left behind, however it forked: killed at once.
+        # One not empty in time (D state) is tried again at the next exit, without waiting.
+        self.stale = [p for p in self.stale if not _cgroup.destroy(p, 0.0, self._reap_orphans)]
+        self.stale += [p for p in cgroups
+                       if p and not _cgroup.destroy(p, LEFTOVER_WAIT_S, self._reap_orphans)]
+        self._reap_orphans()  # the last ones died as the cgroup emptied
         # Re-parented to us by the time a pidfd is readable (the kernel moves a dying
         # process's children before it notifies), so nothing escapes this walk.
         # Most workers leave nothing: then the children are the live workers, and the walk
@@ -215,6 +256,16 @@ class Supervisor:
         self.unreaped = {**reap(self.unreaped, 0.0), **reap(left, LEFTOVER_WAIT_S)}
         for msg in reports:
             self._send(msg)
+
+    def _reap_orphans(self) -> None:
+        """Reap dead children that are not workers: leftovers re-parented to this subreaper
+        (by pid, never waitpid(-1), which could take a live worker's status)."""
+        for pid in own_children() or ():
+            if pid not in self.children:
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
 
     @staticmethod
     def _signal(pid: int, sig: int) -> None:

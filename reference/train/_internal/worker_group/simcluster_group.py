@@ -66,6 +66,7 @@ from reference.train._internal.worker_group.execution import (
     WorkerMetadata,
     tried,
 )
+from reference.train._internal.worker_group.exit_routing import route_exit
 from reference.train._internal.worker_group.worker import (
     WorkerBoot,
     install_dataset_shards,
@@ -314,10 +315,9 @@ class SimclusterGroupFactory(WorkerGroupFactory):
             group.on_message(event)
 
     def _on_exit(self, exit) -> None:
-        group_id, _, rank = exit.name.partition(":rank")
-        group = self._groups.get(group_id)
-        if group is not None and not group.closed:
-            group.on_exit(int(rank), exit)
+        routed = route_exit(self._groups, exit)  # never drops one of ours (see its module)
+        if routed is not None:
+            routed[0].on_exit(routed[1], exit)
         with self._changed:
             self._changed.notify_all()
 
