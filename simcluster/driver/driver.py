@@ -16,6 +16,7 @@ import os
 import socket
 import threading
 import time
+import warnings
 
 from .. import _proc
 from .._errors import NodeDownError, PlacementTimeout, SimclusterError
@@ -198,6 +199,7 @@ class Driver(NodeOps, WorkerOps):
 
     # -- shutdown --------------------------------------------------------------------------
     def close(self) -> None:
+        undelivered = None
         with self.cond:
             if self.closed:
                 return
@@ -209,7 +211,11 @@ class Driver(NodeOps, WorkerOps):
             for rec in [*live, *self.starting.values()]:
                 rec.down_reason = "shutdown"
             # Every node's tree at once: what its workers started dies with it.
-            self.provider.kill({rec.node.id: rec.pid for rec in [*live, *self.starting.values()]})
+            try:
+                self.provider.kill({rec.node.id: rec.pid
+                                    for rec in [*live, *self.starting.values()]})
+            except SimclusterError as exc:  # the rest of the shutdown still runs
+                undelivered = exc
         # close() may be called from a callback, i.e. on the loop thread: nothing to wait for
         # there (the loop delivers the exits after the callback returns), and no self-join.
         on_loop = threading.current_thread() is self.loop
@@ -225,6 +231,8 @@ class Driver(NodeOps, WorkerOps):
                             max(0.0, deadline - time.monotonic()))
         self.history.record("cluster_stop")
         self.listener.close()
+        if undelivered is not None:  # the provider's close() ends its nodes its own way
+            warnings.warn(f"Cluster.close(): {undelivered}", RuntimeWarning, stacklevel=3)
         try:
             self.key_path.unlink()
         except FileNotFoundError:

@@ -180,6 +180,8 @@ class NodeOps:
         with self.lock:
             if rec.node.state == "down":
                 return False
+            # A kill that cannot be delivered raises here, before the history says it happened.
+            self.provider.check_kill({rec.node.id: rec.pid})
             rec.down_reason = reason
             if action:
                 self.history.record("fault", action=action, node=rec.node.id, **(cause or {}))

@@ -56,6 +56,10 @@ class Provider:
         raise SimclusterError(f"partitions need provider='netns'; this cluster's provider is "
                               f"{self.name!r}: start it with Cluster(..., provider='netns')")
 
+    def check_kill(self, pids: dict[str, int]) -> None:
+        """Raise SimclusterError if `kill(pids)` could not be delivered (nothing to check for
+        processes this driver forked itself)."""
+
     def kill(self, pids: dict[str, int]) -> None:
         """SIGKILL these nodes ({node id: supervisor pid}) and every process under them, at
         one instant: each group is stopped first, so no worker acts after it."""

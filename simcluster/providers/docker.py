@@ -232,8 +232,7 @@ class DockerProvider(Provider):
         are host pids); a frozen container is thawed after, so the pending SIGKILLs land.
         The container ends with its first process and the engine removes it. A node whose
         supervisor this process may not signal raises SimclusterError, before any signal."""
-        for node_id, pid in pids.items():
-            _check_signallable(node_id, pid)
+        self.check_kill(pids)
         super().kill(pids)
         for node_id in pids:
             with self._lock:
@@ -244,6 +243,10 @@ class DockerProvider(Provider):
                     self.containers[node_id].unpause()
                 except Exception:  # noqa: BLE001 - gone already
                     pass
+
+    def check_kill(self, pids: dict[str, int]) -> None:
+        for node_id, pid in pids.items():
+            _check_signallable(node_id, pid)
 
     def close(self) -> None:
         if self.client is None:
