@@ -86,7 +86,7 @@ def run_node(boot: dict) -> None:
                          f"{boot['node_id']} {os.getpid()}")
     except BaseException:
         traceback.print_exc()
-        os._exit(70)
+        leave(70)  # removes the cgroup it may have made
     Supervisor(sock, boot).run()
 
 
