@@ -16,6 +16,7 @@ Events recorded by a cluster (extra fields in brackets):
     node_paused     [node]                       node_resumed  [node]
     worker_start    [worker, node, name, pid, tags (if the worker has any)]
     worker_exit     [worker, node, code, signal, reason, error]
+                    [dropped: {bytes, why}] when what its socket held could not all be read
     message         [worker, direction: to_worker | from_worker, type, size]
     placement       [placement, strategy, bundles, nodes]
     placement_released [placement]
