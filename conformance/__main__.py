@@ -48,16 +48,17 @@ def _run(args) -> int:
 
     from conformance import adapters
 
-    # Refuse a bad --impl here, in one line, before pytest starts (the plugin refuses it
-    # too, for `pytest conformance/ --impl ...`).
-    try:
-        adapters.resolve(args.impl)
-    except adapters.LOAD_ERRORS as exc:
-        return _error("run", str(exc))
+    # Refuse bad options, then a bad --impl, here, in one line, before pytest starts (the
+    # plugin refuses them too, for `pytest conformance/ --impl ...`). Options first: a
+    # misused option is the error to name even where the implementation is not installed.
     try:
         adapters.check_cluster_options(args.impl, args.sim_provider, args.ray_address,
                                        args.allow_node_faults)
     except ValueError as exc:
+        return _error("run", str(exc))
+    try:
+        adapters.resolve(args.impl)
+    except adapters.LOAD_ERRORS as exc:
         return _error("run", str(exc))
     checks = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checks")
     # A fresh interpreter, so pytest can rewrite the asserts of the (not yet imported) suite.

@@ -82,13 +82,6 @@ def pytest_configure(config):
     if config.getoption("hypothesis_profile", None) is None:
         hsettings.load_profile("fast")
     _STATE.update(start=time.monotonic(), checks=[], progress=None)
-    if _checks_requested(config) and not hasattr(config, "workerinput"):
-        from conformance import adapters
-
-        try:
-            adapters.resolve(_impl_name(config))
-        except adapters.LOAD_ERRORS as exc:
-            raise pytest.UsageError(str(exc)) from None
     address = config.getoption("--ray-address")
     provider = config.getoption("--sim-provider")
     node_faults = config.getoption("--allow-node-faults")
@@ -105,6 +98,14 @@ def pytest_configure(config):
                             (ALLOW_NODE_FAULTS_ENV, "1" if node_faults else None)):
             if value:
                 os.environ[name] = value
+    # after the options: a misused option is named even where the implementation is missing
+    if _checks_requested(config) and not hasattr(config, "workerinput"):
+        from conformance import adapters
+
+        try:
+            adapters.resolve(_impl_name(config))
+        except adapters.LOAD_ERRORS as exc:
+            raise pytest.UsageError(str(exc)) from None
 
 
 def _checks_requested(config) -> bool:

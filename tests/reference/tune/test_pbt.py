@@ -356,7 +356,7 @@ def test_explore_matches_rays_operation_by_operation():
 
 
 def test_experiment_tags_are_rays():
-    from ray.tune.schedulers.pbt import _make_experiment_tag
+    _make_experiment_tag = pytest.importorskip("ray.tune.schedulers.pbt")._make_experiment_tag
 
     space = {"lr": tune.uniform(0, 1), "act": ["a b", "c/d"], "opt": {"x": [1]}, "n": [1]}
     for config in ({"lr": 0.123456, "act": "a b", "opt": {"x": 1}, "n": 3},
@@ -375,7 +375,7 @@ BAD = [dict(), dict(hyperparam_mutations={"a": 3}),
 
 @pytest.mark.parametrize("kwargs", BAD, ids=lambda k: ",".join(f"{a}" for a in k) or "none")
 def test_bad_arguments_fail_as_rays_do(kwargs):
-    from ray.tune.schedulers import PopulationBasedTraining as RayPBT
+    RayPBT = pytest.importorskip("ray.tune.schedulers").PopulationBasedTraining
 
     with pytest.raises(Exception) as theirs:
         RayPBT(**kwargs)
