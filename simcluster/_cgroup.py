@@ -109,6 +109,11 @@ def enter(path: str) -> bool:
     return _write(os.path.join(path, "cgroup.procs"), "0")
 
 
+def join(path: str) -> bool:
+    """Move the calling process into the cgroup at `path`; True only if it is now there."""
+    return enter(path) and cgroup_of("self") == path
+
+
 def populated(path: str) -> bool:
     try:
         with open(os.path.join(path, "cgroup.events")) as f:
@@ -188,7 +193,7 @@ class NodeCgroup:
 
     def new_worker(self) -> str | None:
         """A new, empty cgroup under the node's for the next worker (made before the fork:
-        the child enters it with `enter` as its first act); None if that failed."""
+        the child joins it with `join` as its first act); None if that failed."""
         self._count += 1
         path = os.path.join(self.path, f"w{self._count}")
         try:

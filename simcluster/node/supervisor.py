@@ -18,16 +18,20 @@ so an exit is seen, reaped and reported within one loop turn. Commands from the 
                                      every worker forked after starts with them
     child exit                       -> exited {worker, code, signal}
 
-Nothing a worker starts outlives it. The supervisor and each worker are child subreapers, so
-a live worker's whole tree (double-forked daemons in their own sessions included) stays
-below that worker, and when a worker exits its leftovers are re-parented to the supervisor.
-Then every descendant of the supervisor outside the live workers' trees is a leftover of an
-exited worker: the supervisor kills and reaps them *before* it reports the exit, so a new
-attempt started on that report never runs beside the old attempt's processes. Where cgroup
-v2 can be written, each worker is also in a cgroup of its own below the node's
-(`_cgroup.py`; the child enters it before anything else runs): its leftovers are killed
-through that cgroup, which a process forking in a loop cannot outrun as it can a /proc walk,
-and the node's cgroup is removed when the node stops or leaves.
+Nothing a worker starts outlives it, and its leftovers are killed and reaped *before* its
+exit is reported, so a new attempt started on that report never runs beside the old
+attempt's processes. Where cgroup v2 can be written, each worker is in a cgroup of its own
+below the node's (`_cgroup.py`; the child joins it before anything else runs): all it ever
+starts is born in there and is killed through that cgroup, which a process forking in a loop
+cannot outrun as it can a /proc walk; the node's cgroup is removed when the node stops or
+leaves. Such a worker is no subreaper: the orphans of its tree (a double-forked daemon, each
+hop of a process that forks and exits in a loop) are re-parented to the supervisor, itself
+a subreaper, which reaps every child that is not a worker as it dies (SIGCHLD wakes the
+loop through a pipe, `signal.set_wakeup_fd`), so no zombies pile up under a live worker.
+A worker without a cgroup (none here, or its own could not be made) is a subreaper, so that
+its whole tree stays below it; once it exits, what it left is re-parented to the supervisor,
+and every descendant outside the live workers' trees and cgroups is one of those leftovers,
+found by a /proc walk. Such a worker holds its orphans' zombies until it exits.
 
 The supervisor kills its whole tree and exits when its driver goes away: the driver
 connection closes, or the parent-death signal arrives (SIGTERM, not SIGKILL, so that there
@@ -36,7 +40,9 @@ one could not run the handler). Hazards: the handler may run at any point of the
 it touches no state but /proc and the node's cgroup, and ends in `os._exit`; a worker must
 not keep it (it resets SIGTERM first thing, and `on_signal` falls back to the default action
 in a child that has not yet); the reaping is by pid, never `waitpid(-1)`, which could steal
-a worker's status from its pidfd (except in `leave`, after which nothing is reported).
+a worker's status from its pidfd (except in `leave`, after which nothing is reported); a
+worker forked but not yet in `children` is never reaped as an orphan, because reaping runs
+only in the loop, never in a signal handler (SIGCHLD's only writes to the wake-up pipe).
 """
 
 from __future__ import annotations
@@ -68,6 +74,7 @@ from .._wire import (
     loads,
     send_frame,
 )
+from ..procfs import fields
 from . import worker_process
 
 LEFTOVER_WAIT_S = 2.0  # a worker's SIGKILLed leftovers die in ms; D state can take longer
@@ -110,6 +117,18 @@ def _reap_any() -> None:
         pass
 
 
+def _children() -> list[int]:
+    """This process's children: one read of /proc, or a scan of it where the kernel lacks
+    the `children` file."""
+    kids = own_children()
+    if kids is None:
+        me = os.getpid()
+        kids = [int(name) for name in os.listdir("/proc")
+                if name.isdigit() and (got := fields(name)) and len(got) > 1
+                and int(got[1]) == me]
+    return kids
+
+
 class Supervisor:
     def __init__(self, sock, boot: dict):
         self.sock = sock
@@ -124,20 +143,32 @@ class Supervisor:
         self.unreaped: dict[int, str] = {}               # leftovers not dead in time
         self.cgroups: dict[int, str | None] = {}         # pid -> the worker's cgroup
         self.stale: list[str] = []                       # worker cgroups not empty in time
+        # SIGCHLD (an orphan died) wakes the select through this pipe; the handler does nothing
+        # else, and with SA_RESTART (siginterrupt False) interrupts no other call.
+        self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self.sel.register(self.wake_r, selectors.EVENT_READ, "sigchld")
+        signal.set_wakeup_fd(self.wake_w, warn_on_full_buffer=False)
+        on_signal(signal.SIGCHLD, lambda: None)
+        signal.siginterrupt(signal.SIGCHLD, False)
 
     def run(self) -> None:
         while True:
             timeout = None
             if self.stop_at is not None and not self.killed_rest:
                 timeout = max(0.0, self.stop_at - time.monotonic())
-            exited = []
+            exited, orphans = [], False
             for key, _ in self.sel.select(timeout):
                 if key.data is None:
                     self._read_driver()
+                elif key.data == "sigchld":
+                    self._drain_wake()
+                    orphans = True
                 else:
                     exited.append(key.data)
             if exited:
-                self._reap(exited)
+                self._reap(exited)  # reaps orphans too
+            elif orphans:
+                self._reap_orphans()
             if self.stop_at is not None:
                 if not self.children:
                     if _node is not None:
@@ -197,10 +228,12 @@ class Supervisor:
             self._send({"op": "start_failed", "worker": worker, "error": repr(exc)})
             return
         if pid == 0:
-            if cgroup:  # first thing: all the worker will ever start is born in there
-                _cgroup.enter(cgroup)
+            # First thing: all the worker will ever start is born in there. In it, the worker
+            # needs to be no subreaper, and its orphans are ours to reap as they die.
+            contained = bool(cgroup) and _cgroup.join(cgroup)
             os.close(armed_r)
-            worker_process.child_main(self.boot, msg, me, armed_w, self._drop_fds)
+            worker_process.child_main(self.boot, msg, me, armed_w, self._drop_fds,
+                                      subreaper=not contained)
         os.close(armed_w)
         # Wait until the child has its parent-death signal before saying `started`: a child
         # frozen (pause_node) or orphaned before that would outlive the cluster.
@@ -216,10 +249,19 @@ class Supervisor:
         self.sel.register(pidfd, selectors.EVENT_READ, pid)
         self._send({"op": "started", "worker": worker, "pid": pid})
 
+    def _drain_wake(self) -> None:
+        try:
+            while os.read(self.wake_r, 4096):
+                pass
+        except BlockingIOError:
+            pass
+
     def _drop_fds(self) -> None:
         """In a new child: let go of everything that belongs to the supervisor."""
         self.sel.close()
         self.sock.close()  # a plain close: the supervisor's copy stays connected
+        os.close(self.wake_r)
+        os.close(self.wake_w)
         for _, pidfd in self.children.values():
             os.close(pidfd)
         self.children.clear()
@@ -243,24 +285,34 @@ class Supervisor:
         self.stale += [p for p in cgroups
                        if p and not _cgroup.destroy(p, LEFTOVER_WAIT_S, self._reap_orphans)]
         self._reap_orphans()  # the last ones died as the cgroup emptied
-        # Re-parented to us by the time a pidfd is readable (the kernel moves a dying
-        # process's children before it notifies), so nothing escapes this walk.
-        # Most workers leave nothing: then the children are the live workers, and the walk
-        # of every process on the machine (quadratic over a group's exits) is skipped.
-        kids = own_children()
-        if kids is None or any(k not in self.children for k in kids):
-            left = kill_descendants([os.getpid()], spare=self.children)
-        else:
-            left = {}
+        left: dict[int, str] = {}
+        if None in cgroups:  # a worker without a cgroup, a subreaper: its leftovers are ours
+            # Re-parented to us by the time a pidfd is readable (the kernel moves a dying
+            # process's children before it notifies), so nothing escapes this walk. Spared:
+            # the live workers and the orphans of those in cgroups (their daemons); one such
+            # orphan made while the walk runs is not told apart (a node whose cgroups work
+            # only for some of its workers). Most workers leave nothing: then the walk of
+            # every process on the machine (quadratic over a group's exits) is skipped.
+            kids = _children()
+            spare = self._spared(kids)
+            if any(k not in spare for k in kids):
+                left = kill_descendants([os.getpid()], spare=spare)
         # Earlier leftovers that would not die in time get another look, but no more wait.
         self.unreaped = {**reap(self.unreaped, 0.0), **reap(left, LEFTOVER_WAIT_S)}
         for msg in reports:
             self._send(msg)
 
+    def _spared(self, kids) -> set[int]:
+        """The live workers, and those of `kids` in a live worker's cgroup."""
+        live = {path for path in self.cgroups.values() if path}
+        return set(self.children) | {k for k in kids
+                                     if live and k not in self.children
+                                     and _cgroup.cgroup_of(k) in live}
+
     def _reap_orphans(self) -> None:
-        """Reap dead children that are not workers: leftovers re-parented to this subreaper
+        """Reap dead children that are not workers: orphans re-parented to this subreaper
         (by pid, never waitpid(-1), which could take a live worker's status)."""
-        for pid in own_children() or ():
+        for pid in _children():
             if pid not in self.children:
                 try:
                     os.waitpid(pid, os.WNOHANG)

@@ -1,15 +1,23 @@
 """Inside a worker process: its identity, its channel to the driver, and how it runs `fn`.
 
 Design note. A worker is a child forked by its node's supervisor (see `node/supervisor.py`).
-Right after the fork it takes back the default SIGTERM (the supervisor's handler is not
-for it), asks for SIGKILL when the supervisor dies, becomes a child subreaper (what `fn`
-starts stays in its tree, and the supervisor kills that tree when the worker exits; the
-price: an orphaned grandchild that exits stays a zombie until the worker does), drops the
-supervisor's descriptors, opens its own authenticated connection to the driver (the
+Right after the fork it takes back the default SIGTERM and SIGCHLD (the supervisor's
+handlers are not for it), asks for SIGKILL when the supervisor dies, becomes a child
+subreaper unless it lives in a cgroup of its own (see below), drops the supervisor's
+descriptors, opens its own authenticated connection to the driver (the
 persistent socket its channel uses), and only then unpickles and runs `fn`. Its outcome -
 the return value, the exception with its traceback, or a SystemExit code - goes back as one
 RESULT frame, the last frame on that socket; the supervisor reports the exit status
 separately, and the driver joins the two (see `driver/worker_ops.py`).
+
+Orphans. What `fn` starts must end with the worker, and its zombies must not pile up while
+the worker runs (a process that forks and exits in a loop makes one per hop; unreaped they
+fill the machine's pid space within a minute). In a cgroup of its own, the cgroup keeps the
+whole tree killable, so the worker is no subreaper: an orphan of its tree is re-parented to
+the supervisor, which reaps it the moment it dies. Without one the worker is a subreaper,
+because the supervisor's /proc walk needs the tree below it; then an orphan that exits
+stays a zombie until the worker does. The worker never reaps anything itself: it runs user
+code, and a `waitpid(-1)` here would steal a `Popen`'s or multiprocessing child's status.
 
 The child leaves with `os._exit`: it must never unwind into the supervisor's loop it was
 forked from, and it does not run the supervisor's atexit handlers. Threads `fn` started do
@@ -95,14 +103,18 @@ def check_faults() -> None:
 
 
 def child_main(boot: dict, start: dict, supervisor_pid: int, armed_fd: int,
-               drop_fds: Callable[[], None]):
+               drop_fds: Callable[[], None], subreaper: bool = True):
     """Entry point of a freshly forked worker; never returns. Writing to `armed_fd` tells
-    the supervisor that this process now dies with it."""
+    the supervisor that this process now dies with it. `subreaper=False` where the worker
+    is in a cgroup of its own: its orphans then go to the supervisor, which reaps them."""
     global _current, _channel
     try:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.set_wakeup_fd(-1)  # the supervisor's wake-up pipe, closed by drop_fds below
         die_with_parent(supervisor_pid)
-        become_subreaper()
+        if subreaper:
+            become_subreaper()
         os.write(armed_fd, b"1")
         os.close(armed_fd)
         drop_fds()

@@ -7,7 +7,9 @@ Run inside simcluster workers (a module of its own: a driver script can import i
 from __future__ import annotations
 
 import itertools
+import multiprocessing
 import os
+import subprocess
 import time
 
 from simcluster import worker
@@ -20,10 +22,12 @@ def new_mark() -> str:
     return f"hop{os.getpid() % 100000}x{next(_count)}"  # comm holds 15 characters
 
 
-def hop(mark: str, until: float) -> None:
-    """Become the hopper (never returns)."""
+def hop(mark: str, until: float, count_fd: int | None = None) -> None:
+    """Become the hopper (never returns); the last hop writes how many there were to
+    `count_fd`, if given."""
     with open("/proc/self/comm", "w") as f:
         f.write(mark)
+    hops = 0
     while time.time() < until:
         try:
             if os.fork():
@@ -32,6 +36,9 @@ def hop(mark: str, until: float) -> None:
             time.sleep(0.01)
             continue
         os.setsid()
+        hops += 1  # the count lives on in each new hop's copy of this memory
+    if count_fd is not None:
+        os.write(count_fd, str(hops).encode())
     os._exit(0)
 
 
@@ -41,6 +48,30 @@ def hop_beside(mark: str) -> None:
         hop(mark, time.time() + LIFETIME_S)
     worker.channel().send("hopping")
     time.sleep(60)
+
+
+def hop_and_wait_children(mark: str, seconds: float) -> dict:
+    """A worker that starts a hopper for `seconds`, says so, and meanwhile waits for children
+    of its own (`sh -c 'exit 7'` in a loop, then a multiprocessing child exiting with 3):
+    their exit statuses, the number of hops, and the pid of the hopper's first hop."""
+    r, w = os.pipe()
+    first = os.fork()
+    if first == 0:
+        os.close(r)
+        hop(mark, time.time() + seconds, w)
+    os.close(w)
+    os.waitpid(first, 0)  # the first hop is ours; it exits as soon as it has forked
+    worker.channel().send("hopping")
+    until = time.time() + seconds
+    codes = []
+    while time.time() < until:
+        codes.append(subprocess.run(["sh", "-c", "exit 7"]).returncode)
+    child = multiprocessing.get_context("fork").Process(target=os._exit, args=(3,))
+    child.start()
+    child.join(10)
+    with os.fdopen(r, "rb") as f:
+        hops = f.read()  # EOF once the last hop is gone
+    return {"popen": codes, "multiprocessing": child.exitcode, "hops": int(hops or 0)}
 
 
 def find(mark: str) -> dict[int, tuple[str, int]]:

@@ -17,7 +17,15 @@ import time
 from pathlib import Path
 
 import pytest
-from simcluster_hopper import find, hop_beside, new_mark, running
+from simcluster_children import spawn_and_fail, spawn_and_stay
+from simcluster_hopper import (
+    find,
+    held_zombies,
+    hop_and_wait_children,
+    hop_beside,
+    new_mark,
+    running,
+)
 from simcluster_waits import gone, wait_until
 
 import simcluster
@@ -135,19 +143,29 @@ def test_a_lost_connection_reports_each_worker_as_it_was_started():
 
 # -- a rank that hops pids ---------------------------------------------------------------------
 
-#: zombies a hopper leaves below its (live) worker before the test stops it: each one is an
-#: entry more for every /proc walk, which is what let a hopper outrun the walks
+#: zombies a hopper leaves below its live worker where that worker is a subreaper (no
+#: cgroups) before the test stops it: each one is an entry more for every /proc walk, which
+#: is what let a hopper outrun the walks
 PILE = 1000
+#: hops seen before a test stops a hopper (in a cgroup its zombies are reaped as they die)
+HOPS = 50
 
 
-def _piled(mark: str) -> None:
-    wait_until(lambda: len(find(mark)) >= PILE, timeout=10, what=f"hopper {mark} hopping")
+def _hopped(mark: str) -> None:
+    seen: set[int] = set()
+
+    def hopped() -> bool:
+        seen.update(find(mark))
+        return len(seen) >= HOPS
+
+    wait_until(hopped, timeout=10, what=f"hopper {mark} hopping {HOPS} times")
+
 
 def _start_hopper(cluster) -> str:
     mark = new_mark()
     worker = cluster.start_worker(cluster.nodes[0].id, hop_beside, (mark,))
     assert worker.channel().recv(10) == "hopping"
-    _piled(mark)
+    _hopped(mark)
     return mark
 
 
@@ -186,7 +204,7 @@ def test_a_sigkilled_driver_takes_a_hopping_rank():
     try:
         _first_line(driver)
         assert _first_line(driver).strip() == "hopping"
-        _piled(mark)
+        _hopped(mark)
         driver.send_signal(signal.SIGKILL)
         driver.wait(10)
         # the factory's supervisors leave on their parent-death signal, killing their trees
@@ -224,10 +242,61 @@ def test_a_node_killed_by_someone_else_leaves_nothing_once_the_cluster_closes(ma
     assert [p for p in cgroups if os.path.exists(p)] == []
 
 
+#: zombies a live hopping rank may leave on the machine at any one time: its hops' parents
+#: are reaped as they die (a few stay while the reaper catches up with a batch of them)
+FEW = 20
+
+
+def test_a_live_hopping_rank_leaves_no_zombie_pile_and_its_children_keep_their_status(
+        make_cluster):
+    if not _cgroups_usable():
+        pytest.skip("no writable cgroup v2 here: a live worker stays a subreaper and holds "
+                    "its orphans' zombies until it exits (the documented fallback limit)")
+    cluster = make_cluster(NodeSpec(cpus=2))
+    node, mark = cluster.nodes[0], new_mark()
+    worker = cluster.start_worker(node.id, hop_and_wait_children, (mark, 1.2))
+    assert worker.channel().recv(10) == "hopping"
+    holders, most, deadline = {worker.pid, node.pid}, 0, time.monotonic() + 10
+    while worker.exit is None and time.monotonic() < deadline:
+        most = max(most, sum(ppid in holders for ppid in held_zombies(mark).values()))
+    seen = worker.wait(10)
+    assert seen.ok, seen.traceback
+    got = seen.result
+    assert got["hops"] > 3 * FEW, f"the hopper hardly hopped: {got['hops']} hops"
+    assert most <= FEW, (f"{most} zombies held by the worker or its node at once "
+                         f"({got['hops']} hops in 1.2 s), expected at most {FEW}")
+    assert got["popen"] and set(got["popen"]) == {7}, got["popen"]
+    assert got["multiprocessing"] == 3
+
+
+def test_where_a_worker_gets_no_cgroup_its_leftovers_die_and_a_contained_peers_daemon_stays(
+        make_cluster, leftovers):
+    if not _cgroups_usable():
+        pytest.skip("no writable cgroup v2 here")
+    cluster = make_cluster(NodeSpec(cpus=2))
+    node = cluster.nodes[0]
+    staying = cluster.start_worker(node.id, spawn_and_stay, name="staying")
+    kept = staying.channel().recv(30)
+    leftovers(kept.values())
+    # In its cgroup, the staying worker is no subreaper: its daemon's parent is the node.
+    assert procfs.parent(kept["setsid_daemon"]) == node.pid
+    path = _cgroup.node_cgroup_of(node.pid)
+    with open(os.path.join(path, "cgroup.max.descendants"), "w") as f:
+        f.write("1")  # the staying worker's cgroup is the one: the next worker gets none
+    failing = cluster.start_worker(node.id, spawn_and_fail, name="failing")
+    doomed = failing.channel().recv(30)
+    leftovers(doomed.values())
+    assert not _cgroup.cgroup_of(failing.pid).startswith(path + os.sep)
+    cluster.send(failing.id, "go")
+    assert isinstance(failing.wait(10).error, RuntimeError)
+    assert [k for k, p in doomed.items() if not gone(p)] == [], "the failed worker's leftovers"
+    assert [k for k, p in kept.items() if gone(p)] == [], "the staying worker's children"
+
+
 FALLBACK = textwrap.dedent("""
     import json, sys, time
     from simcluster import Cluster, NodeSpec, _cgroup
-    from simcluster_hopper import find, hop_beside, new_mark, running
+    from simcluster_hopper import find, held_zombies, hop_and_wait_children, hop_beside, new_mark, running
     cluster = Cluster(nodes=[NodeSpec(cpus=2)])
     assert _cgroup.node_cgroup_of(cluster.nodes[0].pid) is None, "cgroups still usable"
     mark = new_mark()
