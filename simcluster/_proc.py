@@ -4,9 +4,10 @@ Design note. Nothing may outlive the cluster, even when the driver is SIGKILLed,
 a worker started may outlive the worker. Layers: (1) every process asks the kernel for a
 signal when its parent dies (`PR_SET_PDEATHSIG`): the node factory towards the driver, a
 supervisor (its own session and process group) towards the factory, a worker towards its
-supervisor; (2) supervisors and workers are child subreapers (`PR_SET_CHILD_SUBREAPER`), so
-whatever a worker starts stays in its tree - a double-forked daemon in a session of its own
-is re-parented to the worker, or to the supervisor once the worker is gone, never to init -
+supervisor; (2) supervisors are child subreapers (`PR_SET_CHILD_SUBREAPER`), and so are
+workers that have no cgroup of their own, so whatever a worker starts stays in the node's
+tree - a double-forked daemon in a session of its own is re-parented to the worker (or, for
+a worker in a cgroup, to the supervisor, which reaps such orphans as they die), never to init -
 and `kill_descendants` can find all of it in /proc; (3) a supervisor kills its tree when its
 driver goes away, and what a worker left behind when the worker exits; (4) the cluster kills
 each node's tree on close; (5) where cgroup v2 can be written, each worker and all it starts

@@ -96,8 +96,10 @@ listed in `simcluster._history`; at `history_path`, else in the per-user state f
 (valid / invalid / unknown).
 
 Cleanup. Nothing outlives the cluster: the node factory, supervisors and workers all have
-PR_SET_PDEATHSIG towards their parent, supervisors and workers are child subreapers (what a
-worker starts stays in its tree, even after `setsid`), a supervisor that loses its driver
+PR_SET_PDEATHSIG towards their parent, supervisors (and workers without a cgroup of their
+own) are child subreapers (what a worker starts stays in the node's tree, even after
+`setsid`; where cgroup v2 can be written each worker has its own cgroup, ended with
+`cgroup.kill`, and the supervisor reaps orphans as they die), a supervisor that loses its driver
 kills its whole tree, and close() kills every node's tree and returns once the nodes and
 workers are dead. Works after the driver is SIGKILLed too.
 
