@@ -8,10 +8,7 @@ because this interpreter's files need not be readable by those users.
 from __future__ import annotations
 
 import os
-import pickle
-import select
 import shutil
-import signal
 import stat
 import subprocess
 import sys
@@ -20,52 +17,15 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from simcluster_users import ATTACKER, VICTIM, as_user, needs_root
 
 import simcluster
 from simcluster import NodeSpec, procfs
 from simcluster._keys import key_path, read_key, write_key
 
-ATTACKER, VICTIM = 65534, 65533
 ADDRESS = "127.0.0.1:41234"
 PROTECTED = {name: Path(f"/proc/sys/fs/protected_{name}").read_text().strip()
              for name in ("symlinks", "regular")}
-
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="switching to other users needs root")
-
-
-def as_user(uid: int, fn, *args, timeout: float = 20.0):
-    """`fn(*args)` in a forked child running as `uid` (gid too, no supplementary groups);
-    returns ("ok", value) or ("error", "<Type>: message")."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.close(r)
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
-            outcome = ("ok", fn(*args))
-        except BaseException as exc:  # noqa: B036 - everything goes back to the test
-            outcome = ("error", f"{type(exc).__name__}: {exc}")
-        os.write(w, pickle.dumps(outcome))
-        os._exit(0)
-    os.close(w)
-    try:
-        data = b""
-        while True:
-            ready, _, _ = select.select([r], [], [], timeout)
-            if not ready:
-                os.kill(pid, signal.SIGKILL)
-                raise AssertionError(f"{fn.__name__}{args} as uid {uid}: no answer in {timeout} s")
-            chunk = os.read(r, 1 << 16)
-            if not chunk:
-                break
-            data += chunk
-    finally:
-        os.close(r)
-        os.waitpid(pid, 0)
-    return pickle.loads(data)
-
 
 @pytest.fixture
 def world_tmp(monkeypatch, tmp_path_factory):
