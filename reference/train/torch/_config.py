@@ -27,9 +27,11 @@ wraps it in the same "default_pg" prefix as torch's rendezvous does. Where the a
 be bound on rank 0's host (not one of its addresses), or torchelastic's agent store is in
 use, torch's own rendezvous runs instead (with a warning for the first).
 
-Ordering hazard: the free port is chosen by rank 0's worker and bound later by its
-rendezvous store; another process could take it in between. Ray has the same window; a new
-group of a retried run picks anew.
+Rank 0's worker binds and listens on the master port when it chooses it (`reserve_master`),
+and its store takes that socket over later: no other process can take the port in between
+(Ray has that window), and ranks that connect before rank 0's store exists wait in the
+socket's backlog instead of backing off (torch's client retries after a refused connection
+with a backoff of up to a second, which made a 2-worker fit 5x slower).
 """
 
 from __future__ import annotations
@@ -160,6 +162,25 @@ def setup_process_group(backend: str, world_rank: int, world_size: int, init_met
                                 world_size=world_size, timeout=timeout)
 
 
+#: rank 0's listening socket, from `reserve_master` until its store takes it over
+_reserved: dict[tuple[str, int], socket.socket] = {}
+
+
+def reserve_master() -> tuple[str, int]:
+    """(address, port) of rank 0's store, already listening on that address only (where the
+    address is one of this host's; else only chosen, and torch's rendezvous binds it)."""
+    addr, port = address_and_port()
+    for sock in _reserved.values():  # a group started again in this process
+        sock.close()
+    _reserved.clear()
+    try:
+        _reserved[(addr, port)] = listening_socket(addr, port)
+    except OSError as e:
+        if e.errno != errno.EADDRNOTAVAIL:
+            raise
+    return addr, port
+
+
 def master_endpoint(init_method: str) -> tuple[str, int]:
     """The (address, port) rank 0's store serves, from a tcp:// URL or MASTER_ADDR/PORT."""
     if init_method.startswith("tcp://"):
@@ -180,7 +201,7 @@ def rendezvous_store(init_method: str, rank: int, world_size: int, timeout: time
     if rank != 0:
         return TCPStore(host, port, world_size, False, timeout, use_libuv=use_libuv)
     try:
-        listener = listening_socket(host, port)
+        listener = _reserved.pop((host, port), None) or listening_socket(host, port)
     except OSError as e:
         if e.errno != errno.EADDRNOTAVAIL:
             raise
@@ -241,7 +262,7 @@ class TorchBackend(Backend):
             resources = worker_group.get_resources_per_worker()
             backend = ("nccl" if resources.get("GPU", 0) > 0 else
                        "tpu_dist" if resources.get("TPU", 0) > 0 else "gloo")
-        master_addr, master_port = worker_group.execute_single(0, address_and_port)
+        master_addr, master_port = worker_group.execute_single(0, reserve_master)
         if backend_config.init_method == "env":
             worker_group.execute(set_master, addr=master_addr, port=master_port)
             url = "env://"

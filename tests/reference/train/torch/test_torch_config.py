@@ -151,7 +151,7 @@ def test_bad_init_method_is_rejected_with_rays_message_before_any_worker_changes
         TorchBackend().on_start(group, TorchConfig(init_method="bad"))
     assert str(info.value) == ("The provided init_method (bad) is not supported. Must be "
                                "either 'env' or 'tcp'.")
-    assert group.calls == ["address_and_port"]
+    assert group.calls == ["reserve_master"]
 
 
 def test_bad_timeout_is_rejected_as_the_worker_would_reject_it():

@@ -43,3 +43,33 @@ def test_rank_0s_store_listens_on_the_master_address_only(rank_pool, init_method
         backend.on_shutdown(group, config)
     # 127.0.0.1 in /proc/net/tcp's little-endian hex; nothing on 0.0.0.0 or [::].
     assert seen["listening"] == [("tcp", "0100007F")], seen
+
+
+def test_the_master_port_is_held_listening_from_the_moment_it_is_chosen(monkeypatch):
+    """No other process can take the port before rank 0's store exists, and a rank that
+    connects early waits in the backlog instead of being refused (and backing off)."""
+    import errno
+    import socket
+
+    from reference.train.torch import _config
+
+    monkeypatch.setattr(_config, "address_and_port", lambda: ("127.0.0.1", _free_port()))
+    addr, port = _config.reserve_master()
+    try:
+        with socket.socket() as other, pytest.raises(OSError) as info:
+            other.bind((addr, port))
+        assert info.value.errno == errno.EADDRINUSE
+        with socket.create_connection((addr, port), timeout=5):
+            pass  # accepted into the backlog: not refused
+    finally:
+        for sock in _config._reserved.values():
+            sock.close()
+        _config._reserved.clear()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
