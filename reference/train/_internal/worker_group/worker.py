@@ -35,8 +35,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import posixpath
-import shutil
 import threading
 from typing import Any
 
@@ -45,8 +43,7 @@ import cloudpickle
 from reference.train import _validation as v
 from reference.train._context import TrainContext
 from reference.train._internal.session import Session, set_session
-from reference.train._internal.storage import confine, fs_utils
-from reference.train._internal.storage.snapshot import encode_json, read_snapshot
+from reference.train._internal.storage.snapshot import encode_json
 from reference.train._internal.storage.storage_context import validate_checkpoint_dir_name
 from reference.train._internal.worker_group import threads
 from reference.train._internal.worker_group.api import (
@@ -64,16 +61,21 @@ from reference.train._internal.worker_group.api import (
     Stop,
 )
 from reference.train._internal.worker_group.execution import run_call
+from reference.train._internal.worker_group.reported import (
+    reported_checkpoints,
+    wait_for_validations,
+)
+from reference.train._internal.worker_group.staging import (
+    name_in_run_folder,
+    name_max,
+    stage_checkpoint,
+    stage_nothing,
+)
 from reference.train._report_config import (
     CheckpointConsistencyMode,
     CheckpointUploadMode,
-    ReportedCheckpoint,
-    ReportedCheckpointStatus,
 )
 from simcluster import ChannelClosed
-
-#: folder-name limit assumed where the file system does not say (POSIX NAME_MAX)
-DEFAULT_NAME_MAX = 255
 
 
 @dataclasses.dataclass
@@ -109,157 +111,6 @@ def check_storable_metrics(metrics: Any) -> None:
         # the snapshot's own encoder: plain values go through the C encoder, so a large
         # metric costs this rank what it will cost the driver, not a Python walk
         encode_json(value, f"report(metrics=...): the value of key {key!r}")
-
-
-def name_max(storage) -> int | None:
-    """The longest folder name the run folder's file system allows; None when it has none
-    (object stores limit whole keys, not their parts)."""
-    if not fs_utils.is_local(storage.storage_filesystem):
-        return None
-    try:
-        return os.pathconf(storage.experiment_fs_path, "PC_NAME_MAX")
-    except (OSError, ValueError):
-        return DEFAULT_NAME_MAX
-
-
-def name_in_run_folder(checkpoint, storage) -> str:
-    """The checkpoint_dir_name of a checkpoint that already is inside the run folder."""
-    fs, run = storage.storage_filesystem, storage.experiment_fs_path
-    ckpt_fs, path = checkpoint.filesystem, checkpoint.path
-    if fs_utils.is_local(fs) and fs_utils.is_local(ckpt_fs):
-        same_fs, path, run = True, os.path.realpath(path), os.path.realpath(run)
-    else:
-        same_fs = ckpt_fs is not None and fs.equals(ckpt_fs)
-        path, run = posixpath.normpath(path), posixpath.normpath(run)
-    if not (same_fs and path.startswith(run.rstrip("/") + "/")):
-        raise ValueError(
-            f"report(checkpoint={checkpoint!r}, checkpoint_upload_mode="
-            f"CheckpointUploadMode.NO_UPLOAD): the checkpoint is not inside the run folder "
-            f"{storage.experiment_fs_path!r} on the run's storage "
-            f"({fs.type_name}); NO_UPLOAD only registers a checkpoint already written "
-            "there. Write it under get_context().get_storage().experiment_fs_path, or "
-            "report it with the default CheckpointUploadMode.SYNC to copy it in."
-        )
-    return validate_checkpoint_dir_name(posixpath.relpath(path, run))
-
-
-def stage_checkpoint(checkpoint, storage, staging: str, move: bool) -> None:
-    """Copy a rank's checkpoint files into the round's staging folder; with `move`
-    (delete_local_checkpoint_after_upload) the local folder is gone afterwards. A symbolic
-    link is staged as what it points to, as an upload reads it: a checkpoint holds no link."""
-    fs = storage.storage_filesystem
-    src_fs, src = checkpoint.filesystem, checkpoint.path
-    local_src = fs_utils.is_local(src_fs)
-    confine.inside(storage, staging, "staging a checkpoint in")
-    if fs_utils.is_local(fs) and local_src:
-        os.makedirs(staging, exist_ok=True)
-        if move and not _holds_links(src):
-            for name in os.listdir(src):
-                source, target = os.path.join(src, name), os.path.join(staging, name)
-                if os.path.isdir(source):
-                    _move_or_merge(source, target)
-                else:
-                    os.replace(source, target)
-        else:
-            shutil.copytree(src, staging, dirs_exist_ok=True)
-    else:
-        fs.create_dir(staging, recursive=True)
-        fs_utils.copy_tree(src_fs, src, fs, staging)
-    if move and local_src:
-        shutil.rmtree(src, ignore_errors=True)
-
-
-def _move_or_merge(source: str, target: str) -> None:
-    """Move a folder into the staging folder; when another rank already staged a folder
-    of that name (it may do so at any moment), merge into it instead."""
-    try:
-        os.rename(source, target)
-    except OSError:  # ENOTEMPTY / EEXIST: the target is another rank's folder
-        shutil.copytree(source, target, dirs_exist_ok=True)
-
-
-def _holds_links(folder: str) -> bool:
-    return any(os.path.islink(os.path.join(root, name))
-               for root, dirs, files in os.walk(folder) for name in dirs + files)
-
-
-def stage_nothing(storage, staging: str) -> None:
-    """An empty contribution to the round (the checkpoint is registered in place)."""
-    confine.inside(storage, staging, "staging a checkpoint in")
-    if fs_utils.is_local(storage.storage_filesystem):
-        os.makedirs(staging, exist_ok=True)
-    else:
-        storage.storage_filesystem.create_dir(staging, recursive=True)
-
-
-def reported_checkpoints(storage) -> list[ReportedCheckpoint]:
-    """The checkpoints the run snapshot lists, worst to best, with their status."""
-    from reference.train._checkpoint import Checkpoint
-
-    fs = storage.storage_filesystem
-    snapshot = read_snapshot(fs, storage.experiment_fs_path)
-    if snapshot is None:
-        return []
-    by_status = [  # the first set holding a checkpoint decides its status
-        ({e.checkpoint_dir_name for e in snapshot.pending_training_results},
-         ReportedCheckpointStatus.PENDING_VALIDATION),
-        (set(snapshot.timed_out_validation_checkpoint_dir_names),
-         ReportedCheckpointStatus.VALIDATION_TIMEOUT),
-        (set(snapshot.failed_validation_checkpoint_dir_names),
-         ReportedCheckpointStatus.VALIDATION_FAILED),
-        (set(snapshot.validated_checkpoint_dir_names), ReportedCheckpointStatus.VALIDATED),
-    ]
-
-    def status(name: str) -> ReportedCheckpointStatus:
-        return next((s for names, s in by_status if name in names),
-                    ReportedCheckpointStatus.COMMITTED)
-
-    return [
-        ReportedCheckpoint(
-            checkpoint=Checkpoint(storage.build_checkpoint_path_from_name(e.checkpoint_dir_name),
-                                  filesystem=fs),
-            metrics=e.metrics, status=status(e.checkpoint_dir_name))
-        for e in snapshot.checkpoint_results
-    ]
-
-
-#: how often get_all_reported_checkpoints(VALIDATED) reads the snapshot while it waits
-VALIDATED_POLL_S = 0.05
-
-
-def wait_for_validations(storage, timeout_s: float | None) -> list[ReportedCheckpoint]:
-    """The reported checkpoints once none is PENDING_VALIDATION, or at `timeout_s` (logged
-    every RAY_TRAIN_COLLECTIVE_WARN_INTERVAL_S while it waits, as in Ray)."""
-    import threading
-    import time
-
-    from reference.train._internal.controller.controller import (
-        COLLECTIVE_WARN_INTERVAL_S_ENV_VAR,
-        collective_warn_interval_s,
-    )
-
-    warn_interval_s = collective_warn_interval_s()
-    start = time.monotonic()
-    deadline = None if timeout_s is None else start + timeout_s
-    warn_at = start + warn_interval_s
-    pause = threading.Event()  # never set: a bounded wait between reads
-    while True:
-        found = reported_checkpoints(storage)
-        if not any(r.status is ReportedCheckpointStatus.PENDING_VALIDATION for r in found):
-            return found
-        now = time.monotonic()
-        if deadline is not None and now >= deadline:
-            return found
-        if now >= warn_at:  # Ray's message
-            logging.getLogger(__name__).warning(
-                "`get_all_reported_checkpoints` has been waiting for all checkpoints to get "
-                "to the %s state for %.2f s.\nYou can set the %s environment variable to "
-                "change the frequency of this warning (current value: %s s).",
-                CheckpointConsistencyMode.VALIDATED, now - start,
-                COLLECTIVE_WARN_INTERVAL_S_ENV_VAR, warn_interval_s)
-            warn_at = now + warn_interval_s
-        pause.wait(VALIDATED_POLL_S if deadline is None
-                   else max(0.0, min(VALIDATED_POLL_S, deadline - now)))
 
 
 def preemption_notice() -> tuple[str, float | None]:
