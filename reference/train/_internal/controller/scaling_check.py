@@ -14,7 +14,8 @@ import math
 import numbers
 from typing import Any
 
-STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
+from simcluster import STRATEGIES  # what the cluster places
+
 #: resources counted in whole devices: a request above one must be a whole number
 DEVICE_RESOURCES = ("GPU", "TPU")
 _EXAMPLE = "{'CPU': 2, 'GPU': 1}"
