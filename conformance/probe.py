@@ -21,6 +21,7 @@ k-th report (0-based, counted within the attempt) on attempt a".
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import faulthandler
 import fcntl
@@ -29,6 +30,7 @@ import importlib
 import json
 import os
 import posixpath
+import shutil
 import signal
 import sys
 import tempfile
@@ -288,11 +290,30 @@ def exit_after_registered(train, journal: Journal, event: str, rank: int, attemp
     fire(Fault("exit", rank, at, attempt))
 
 
+@contextlib.contextmanager
+def _checkpoint_files(checkpoint):
+    """A local folder with the checkpoint's files. A local checkpoint is read in place
+    (as_directory); one on another filesystem is downloaded into a folder of this rank's
+    own. (Ray 2.60's as_directory on such a checkpoint shares one temporary folder among
+    the ranks of a node: when one rank leaves it, the folder is deleted while another
+    rank waits on its lock, and that rank raises "Checkpoint directory ... does not
+    exist". The checks judge storage, not that race, so they do not run into it.)"""
+    if type(checkpoint.filesystem).__name__ == "LocalFileSystem":
+        with checkpoint.as_directory() as d:
+            yield d
+        return
+    own = tempfile.mkdtemp(prefix="probe-read-")
+    try:
+        yield checkpoint.to_directory(own)
+    finally:
+        shutil.rmtree(own, ignore_errors=True)
+
+
 def read_state(train, checkpoint) -> dict | None:
     """The state a scripted checkpoint holds: {'step', 'ranks': {rank: attempt}}."""
     if checkpoint is None:
         return None
-    with checkpoint.as_directory() as d:
+    with _checkpoint_files(checkpoint) as d:
         shards = sorted(n for n in os.listdir(d) if n.startswith("shard-"))
         states = []
         for n in shards:
