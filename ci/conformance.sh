@@ -2,7 +2,7 @@
 # The conformance suite against one implementation (default: both), reports in reports/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. .venv/bin/activate
+. "${VENV:-.venv}/bin/activate"
 for impl in "${@:-reference ray}"; do
   for one in $impl; do
     echo "=== conformance suite against $one"

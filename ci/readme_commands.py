@@ -1,6 +1,6 @@
 """The README's quick start, run verbatim: the two commands a new user runs first.
 
-    python ci/readme_commands.py [--list]
+    python ci/readme_commands.py [--list] [--only 1|2]
 
 Reads the two one-line ```bash blocks of the README's "## Quick start" section (so the
 commands CI runs cannot drift from the ones the README shows) and runs each in a shell at
@@ -9,6 +9,8 @@ the second installs the test extras into the same venv and runs the unit tests, 
 `PYTEST_ADDOPTS` adding a JUnit report (`reports/readme-tests.xml`, which
 `ci/rerun_skipped.py` reads) and the 25 slowest tests, without changing the command's text.
 Run it on a checkout without `.venv`: that is the fresh machine the README promises.
+`--only N` runs command N alone (CI runs the two as steps of their own, with work beside
+each; command 2 expects what command 1 left).
 """
 
 from __future__ import annotations
@@ -42,8 +44,17 @@ def main(argv: list[str]) -> int:
     if "--list" in argv:
         print("\n".join(commands))
         return 0
+    only = None
+    if "--only" in argv:
+        at = argv.index("--only")
+        value = argv[at + 1] if at + 1 < len(argv) else ""
+        if value not in ("1", "2"):
+            raise SystemExit(f"--only takes 1 or 2 (the quick start's commands), not {value!r}")
+        only = int(value)
     os.makedirs(os.path.join(ROOT, "reports"), exist_ok=True)
     for index, command in enumerate(commands, 1):
+        if only is not None and index != only:
+            continue
         env = dict(os.environ)
         if index == 2:
             env["PYTEST_ADDOPTS"] = f"--junitxml={JUNIT} --durations=25"

@@ -5,7 +5,7 @@
 #                            Ray (CI: the README's commands ran the rest, verbatim, first)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. .venv/bin/activate
+. "${VENV:-.venv}/bin/activate"
 ruff check .
 lint-imports
 python -m conformance spec --check

@@ -57,3 +57,20 @@ def test_tests_skipped_for_ray_become_node_ids_and_others_are_left(tmp_path):
     assert rerun_skipped.skipped_for_ray(str(report)) == [
         "tests/reference/train/lightgbm/test_lightgbm_callback_vs_ray.py",
         "tests/reference/tune/test_pbt.py::test_a[x-1]"]
+
+
+@pytest.mark.parametrize("value", ["3", "0", "main"])
+def test_only_takes_one_of_the_two_commands(value):
+    with pytest.raises(SystemExit, match="--only takes 1 or 2"):
+        readme_commands.main(["--only", value])
+
+
+def test_setup_refuses_an_unknown_option_before_installing_anything(tmp_path):
+    import subprocess
+
+    env = {"PATH": "/usr/bin:/bin", "VENV": str(tmp_path / "venv")}
+    done = subprocess.run(["bash", str(ROOT / "ci" / "setup.sh"), "--deps"], env=env,
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2
+    assert "unknown option --deps (allowed: --deps-only, --project-only)" in done.stderr
+    assert not (tmp_path / "venv").exists()
