@@ -108,13 +108,19 @@ def test_readers_never_fail_while_several_processes_append(tmp_path):
     assert sum(reads) > 8, f"reads {reads} hardly overlapped the writers"
 
 
-def test_a_rank_meeting_a_torn_line_finishes_and_the_check_reports_a_suite_error(tmp_path):
+def test_a_rank_meeting_a_torn_line_finishes_and_the_check_reports_a_suite_error(
+        tmp_path, monkeypatch):
     import reference.train as train
 
     folder = tmp_path / "journal"
     folder.mkdir()
     # A line another process left unterminated: the rank's first event lands after it.
     _write(folder, b'{"ev": "report", "rank": 3, "attem')
+    # Its own start event lost in that line, the rank waits for its peers' starts until the
+    # wait's deadline, then goes on. The rank runs in this process (local mode): the same
+    # wait with a deadline of a second instead of 30.
+    monkeypatch.setattr(probe, "_await_starts", lambda journal, attempt, world:
+                        probe._await_ranks(journal, "start", attempt, world, timeout_s=1.0))
     script = Script(journal_dir=str(folder), train_module="reference.train", steps=2,
                     checkpoints={})
     trainer = train.DataParallelTrainer(
