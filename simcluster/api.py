@@ -24,9 +24,13 @@ Both have (the `ClusterLike` protocol below):
     .place(bundles, strategy="PACK", *, timeout_s=30.0) -> Placement
     .start_worker(node_id, fn, args=(), kwargs=None, *, env=None, bundle=None,
                   placement=None, name=None, tags=None, timeout_s=30.0) -> WorkerHandle
+    .start_workers(fn, starts, *, timeout_s=30.0) -> list[WorkerHandle]   many at once:
+                             each start a dict of start_worker's keywords (node_id, args,
+                             kwargs, env, bundle, placement, name, tags); see Workers
     .kill_worker(worker_id, signal=SIGKILL)
     .record_event(name, **fields)   an event of your own in the history ("train.report")
     .send(worker_id, obj), .channel(worker_id) -> Channel
+    .send_many(worker_ids, obj)   the same message to each, pickled once, one request
     .on_message(callback(worker_id, obj)), .on_worker_exit(callback(WorkerExit))
     .history -> History, .close(), context manager
 
@@ -60,6 +64,10 @@ empty on an accelerator node without a bundle) + SIMCLUSTER_NODE_ID, SIMCLUSTER_
 SIMCLUSTER_ADDRESS, SIMCLUSTER_WORKER_ID + the caller's `env`. Its sys.path and working
 directory are the driver's. `WorkerHandle`: id, pid, node_id, name, kill(signal=SIGKILL),
 wait(timeout=None) -> WorkerExit, exit (None while running), channel().
+`start_workers` pickles `fn` once and asks each node once for all of its workers, which it
+forks in one round (a group of 256 costs 64 node commands instead of 256 calls); it returns
+when all run, or kills those that started and raises `WorkerStartError` for the first that
+could not (all or nothing).
 `WorkerExit`: worker_id, node_id, name, pid, code | signal, result (fn's return value),
 error (its exception, or `RemoteError` if that could not be pickled), traceback (text),
 reason ("exited" | "node_lost" | "shutdown"; clients also "disconnected"), ok.
@@ -170,9 +178,12 @@ class ClusterLike(Protocol):
                      bundle: Any = ..., placement: Placement | None = ..., name: str | None = ...,
                      tags: Mapping[str, Any] | None = ...,
                      timeout_s: float = ...) -> WorkerHandle: ...
+    def start_workers(self, fn: Callable, starts: Sequence[Mapping[str, Any]], *,
+                      timeout_s: float = ...) -> list[WorkerHandle]: ...
     def kill_worker(self, worker_id: str, signal: int = ...) -> None: ...
     def record_event(self, name: str, **fields: Any) -> None: ...
     def send(self, worker_id: str, obj: object) -> None: ...
+    def send_many(self, worker_ids: Sequence[str], obj: object) -> None: ...
     def channel(self, worker_id: str) -> Channel: ...
     def on_message(self, callback: Callable[[str, Any], Any]) -> Callable: ...
     def on_worker_exit(self, callback: Callable[[WorkerExit], Any]) -> Callable: ...

@@ -6,7 +6,8 @@
 Prints
   (a) N nodes x K workers: cluster start, worker starts, M round trips each, worker exits and
       shutdown (wall time per phase), and the peak memory of all processes while every
-      worker is alive (RSS sum, and PSS sum, which counts shared pages once);
+      worker is alive (RSS sum, and PSS sum, which counts shared pages once), and the memory
+      of one idle worker (its private pages: what each more worker costs);
   (b) median round trip driver <-> worker (Cluster and connect() client) beside a bare
       loopback TCP round trip measured in the same run, and on_worker_exit latency;
   (c) time from "start" to "first message from the new process" for start_worker (fork from
@@ -69,6 +70,15 @@ def memory_mb(pids) -> tuple[float, float]:
     return rss / 1024, pss / 1024
 
 
+def idle_worker_kb(pids) -> tuple[float, float]:
+    """Mean private memory (pages of its own: what each more worker costs) and mean PSS of
+    idle workers, in KB."""
+    private = [_kb(f"/proc/{p}/smaps_rollup", "Private_Clean:")
+               + _kb(f"/proc/{p}/smaps_rollup", "Private_Dirty:") for p in pids]
+    pss = [_kb(f"/proc/{p}/smaps_rollup", "Pss:") for p in pids]
+    return statistics.mean(private), statistics.mean(pss)
+
+
 def med_us(samples) -> float:
     return statistics.median(samples) * 1e6
 
@@ -89,6 +99,7 @@ def scale(n_nodes: int, per_node: int, messages: int) -> None:
     t2 = time.perf_counter()
     pids = [os.getpid()] + [n.pid for n in cluster.nodes] + [h.pid for h in handles]
     rss, pss = memory_mb(pids)
+    per_private, per_pss = idle_worker_kb([h.pid for h in handles])
     channels = [cluster.channel(h.id) for h in handles]
     for i in range(messages):
         for ch in channels:
@@ -110,6 +121,8 @@ def scale(n_nodes: int, per_node: int, messages: int) -> None:
     print(f"    total wall      {t5 - t0:8.3f} s")
     print(f"    peak memory     RSS sum {rss:8.0f} MB, PSS sum {pss:8.0f} MB "
           f"over {len(pids)} processes (driver + supervisors + workers)")
+    print(f"    idle worker     {per_private / 1024:8.2f} MB private, {per_pss / 1024:.2f} MB PSS "
+          "(mean over the workers, waiting for their first message)")
 
 
 # -- (b) round trips ---------------------------------------------------------------------------

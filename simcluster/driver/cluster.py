@@ -14,6 +14,7 @@ from ..faults.runner import PlanRun
 from ..frontend.endpoint import Endpoint, Placement, WorkerHandle
 from ..frontend.start_args import (
     blob_for,
+    bulk_starts,
     check_env,
     check_event,
     check_modules,
@@ -181,6 +182,16 @@ class Cluster(Endpoint):
                                       timeout_s, check_tags(tags))
         return WorkerHandle(self, w.id, w.pid, w.node_id, w.name)
 
+    def start_workers(self, fn: Callable, starts: Sequence[Mapping[str, Any]], *,
+                      timeout_s: float = 30.0) -> list[WorkerHandle]:
+        """Run `fn(*start["args"], **start["kwargs"])` for each start (the keyword arguments
+        of `start_worker`: node_id, args, kwargs, env, bundle, placement, name, tags) in a
+        new process, `fn` pickled once and each node asked once for all of its workers;
+        returns once all of them run (all or nothing: see `api.py`)."""
+        fn_blob, checked = bulk_starts(fn, starts)
+        recs = self._driver.start_workers(self, fn_blob, checked, timeout_s)
+        return [WorkerHandle(self, w.id, w.pid, w.node_id, w.name) for w in recs]
+
     def kill_worker(self, worker_id: str, signal: int = _signal.SIGKILL) -> None:
         self._driver.kill_worker(worker_id, int(signal))
 
@@ -206,6 +217,9 @@ class Cluster(Endpoint):
     # -- Endpoint transport ------------------------------------------------------------------
     def _send_payload(self, worker_id: str, payload: bytes) -> None:
         self._driver.send_to_worker(worker_id, payload)
+
+    def _send_payloads(self, worker_ids: list[str], payload: bytes) -> None:
+        self._driver.send_to_workers(worker_ids, payload)
 
     def _kill_worker(self, worker_id: str, sig: int) -> None:
         self._driver.kill_worker(worker_id, sig)

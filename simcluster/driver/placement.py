@@ -8,8 +8,9 @@ shares the fullest device that still has room (best fit), so a bundle's device i
 `plan` is a depth-first search over bundles (largest first) with a per-strategy node order,
 so the first answer it finds is the heuristic one (PACK: onto nodes already used, after trying
 a single node; SPREAD: onto the least used node). Backtracking makes it exact for small
-requests, and two nodes in the same state are tried only once per level, which keeps
-homogeneous clusters linear in the bundles. The search keeps its path on an explicit stack,
+requests, and two nodes in the same state are tried only once per level. Equal bundles (a
+Train group) first go through a heap that finds the search's first answer in O(bundles x log
+nodes), where the search sorts all nodes for every bundle. The search keeps its path on an explicit stack,
 so a request of thousands of bundles needs no deep recursion. A step budget (distinct node
 states tried) bounds pathological cases: an exhausted search means "unknown", never
 "impossible". Fractional device requests are packed greedily inside a node, which is exact
@@ -19,6 +20,7 @@ when the fractions divide one another (1/2, 1/4, ...).
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import math
 from collections.abc import Mapping, Sequence
 
@@ -188,6 +190,10 @@ def plan(bundles: Sequence[Bundle], strategy: str, nodes: Sequence[NodeView],
         packed = _on_one_node(bundles, nodes)
         if packed is not None or strategy == "STRICT_PACK":
             return packed
+    if all(b == bundles[0] for b in bundles):
+        found = _greedy_same(bundles, strategy, nodes)
+        if found is not None:
+            return found
     order = sorted(range(n), key=lambda i: _size(bundles[i]), reverse=True)
     used = [0] * len(nodes)
     sigs = [node.signature() for node in nodes]   # kept current as bundles come and go
@@ -253,6 +259,29 @@ def plan(bundles: Sequence[Bundle], strategy: str, nodes: Sequence[NodeView],
         raise
     if not frames:
         return None
+    return [Assignment(nodes[ni].node_id, picks) for ni, picks in chosen]  # type: ignore[misc]
+
+
+def _greedy_same(bundles: Sequence[Bundle], strategy: str,
+                 nodes: Sequence[NodeView]) -> list[Assignment] | None:
+    """The search's first answer for equal bundles in O(bundles x log nodes): each bundle
+    goes to the first node in the strategy's order that takes it, as the search tries them.
+    A node that cannot take one of equal bundles never takes a later one, so it leaves the
+    heap for good. None (nodes unchanged) where this finds no answer: the search decides."""
+    sign = -1 if strategy == "PACK" else 1
+    heap = [(0, i) for i in range(len(nodes))]  # (sign * bundles placed there, index)
+    chosen: list[tuple[int, dict] | None] = []
+    for bundle in bundles:
+        picks = None
+        while heap and picks is None:
+            key, ni = heapq.heappop(heap)
+            picks = nodes[ni].take(bundle)
+        if picks is None:
+            _undo(bundles, nodes, chosen)
+            return None
+        chosen.append((ni, picks))
+        if strategy != "STRICT_SPREAD":  # a node holds one bundle of a STRICT_SPREAD at most
+            heapq.heappush(heap, (key + sign, ni))
     return [Assignment(nodes[ni].node_id, picks) for ni, picks in chosen]  # type: ignore[misc]
 
 

@@ -42,6 +42,8 @@ class ClientSession:
                 self.driver.send_to_worker(msg["worker"], msg["payload"])
             except ChannelClosed:
                 pass  # the worker is gone; the client hears so from its exit
+        elif msg["op"] == "send_many":
+            self.driver.send_to_workers(msg["workers"], msg["payload"])
         elif msg["op"] == "call" and msg["id"] is None:
             self._call(msg)  # non-blocking; inline keeps it ordered before later calls
         elif msg["op"] == "call":
@@ -124,6 +126,14 @@ class ClientSession:
         if not self._adopt("worker", w.id):
             self.driver.kill_worker(w.id, signal.SIGKILL)
         return w.id, w.pid, w.node_id, w.name
+
+    def rpc_start_workers(self, fn, starts, timeout_s) -> list[tuple]:
+        out = []
+        for w in self.driver.start_workers(self, fn, starts, timeout_s):
+            if not self._adopt("worker", w.id):
+                self.driver.kill_worker(w.id, signal.SIGKILL)
+            out.append((w.id, w.pid, w.node_id, w.name))
+        return out
 
     def rpc_record_event(self, name: str, fields: dict) -> None:
         self.driver.history.record(name, **fields)  # checked by the client

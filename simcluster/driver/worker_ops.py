@@ -61,46 +61,95 @@ class WorkerOps:
     def start_worker(self, owner, node_id: str, blob: bytes, env: dict[str, str],
                      bundle: Bundle | None, name: str | None, timeout_s: float,
                      tags: dict | None = None) -> WorkerRec:
+        return self.start_workers(owner, None, [(node_id, blob, env, bundle, name, tags)],
+                                  timeout_s)[0]
+
+    def start_workers(self, owner, fn: bytes | None, starts: list[tuple],
+                      timeout_s: float) -> list[WorkerRec]:
+        """Start workers, one command per node for all of its workers; returns once every
+        one runs. `starts`: (node id, blob, env, bundle, name, tags) each; with `fn` (a
+        pickled callable shared by all), a blob is the pickled (args, kwargs) of one call,
+        else the whole call. All or nothing: should one fail, the others are killed (their
+        exits reported as usual) and WorkerStartError names the first failure."""
         with self.lock:
             self._check_open("start_worker")
-            rec = self.nodes.get(node_id)
-            if rec is None or rec.node.state == "down":
-                raise NodeDownError(f"start_worker(node_id={node_id!r}): the node is "
-                                    f"{'down' if rec else 'unknown'}; nodes up: {self.up_ids()}")
-            spec = rec.node.spec
-            device_ids: list[int] = []
-            if bundle is not None:
-                if not self.book.holds(bundle.placement_id):
-                    raise ValueError(f"start_worker(bundle={bundle!r}): placement "
-                                     f"{bundle.placement_id} was released")
-                device_ids = bundle.tpu_ids if spec.device_resource == "TPU" else bundle.gpu_ids
-            wid = f"worker-{next(self._worker_ids)}"
-            full_env = {**visible_devices_env(spec, device_ids),
-                        "SIMCLUSTER_NODE_ID": node_id,
-                        "SIMCLUSTER_NODE_ADDRESS": rec.node.address,
-                        "SIMCLUSTER_ADDRESS": self.address,
-                        "SIMCLUSTER_WORKER_ID": wid, **env}
-            w = WorkerRec(wid, node_id, name or wid, owner)
-            w.tags = dict(tags or {})
-            self.workers[wid] = w
-            rec.workers.add(wid)
-            paused = rec.node.state == "paused"
-        command = {"op": "start", "worker": wid, "name": w.name, "env": full_env, "blob": blob}
-        with rec.start_lock:
+            made: list[tuple] = []
             try:
-                rec.conn.send(CTRL, dumps(command))
-            except ChannelClosed:
-                pass  # the node is going down; its down handler fails this start
-            started = w.started.wait(timeout_s)
-        if not started:
-            # Cancel: should the node start it later (a paused node resumed), the kill follows
+                for start in starts:
+                    made.append(self._new_worker(owner, *start))
+            except BaseException:
+                for w, _ in made:  # none of them was asked for yet
+                    self._forget(w)
+                raise
+        by_node: dict[str, list] = {}
+        for w, command in made:
+            by_node.setdefault(w.node_id, []).append((w, command))
+        recs = {nid: self.nodes[nid] for nid in sorted(by_node)}
+        deadline = time.monotonic() + timeout_s
+        # Held from the start command to `started` (see NodeRec.start_lock); in one order
+        # (sorted node ids), so that two bulk starts never wait for each other's lock.
+        for rec in recs.values():
+            rec.start_lock.acquire()
+        try:
+            for nid, rec in recs.items():
+                if fn is None and len(by_node[nid]) == 1:
+                    command = by_node[nid][0][1]
+                else:
+                    command = {"op": "start_many", "fn": fn,
+                               "workers": [c for _, c in by_node[nid]]}
+                try:
+                    rec.conn.send(CTRL, dumps(command))
+                except ChannelClosed:
+                    pass  # the node is going down; its down handler fails these starts
+            late = [w for w, _ in made
+                    if not w.started.wait(max(0.0, deadline - time.monotonic()))]
+        finally:
+            for rec in recs.values():
+                rec.start_lock.release()
+        failed = [w for w, _ in made if w.start_error]
+        if late or failed:
+            # Cancel: should a node start one later (a paused node resumed), the kill follows
             # the start on the same socket, and its start and exit are recorded as usual.
-            self._tell_node(rec, {"op": "kill", "worker": wid, "signal": signal.SIGKILL})
-            raise WorkerStartError(f"node {node_id} did not start worker {wid} within "
-                                   f"{timeout_s} s" + (" (the node is paused)" if paused else ""))
-        if w.start_error:
-            raise WorkerStartError(f"node {node_id} could not start worker {wid}: {w.start_error}")
-        return w
+            for w, _ in made:
+                if not w.start_error:
+                    self._tell_node(self.nodes[w.node_id], {"op": "kill", "worker": w.id,
+                                                             "signal": signal.SIGKILL})
+            if late:
+                w = late[0]
+                paused = self.nodes[w.node_id].node.state == "paused"
+                raise WorkerStartError(f"node {w.node_id} did not start worker {w.id} within "
+                                       f"{timeout_s} s" + (" (the node is paused)" if paused
+                                                           else ""))
+            w = failed[0]
+            raise WorkerStartError(f"node {w.node_id} could not start worker {w.id}: "
+                                   f"{w.start_error}")
+        return [w for w, _ in made]
+
+    def _new_worker(self, owner, node_id: str, blob: bytes, env: dict[str, str],
+                    bundle: Bundle | None, name: str | None, tags: dict | None):
+        """A worker's record and its node's start command (lock held)."""
+        rec = self.nodes.get(node_id)
+        if rec is None or rec.node.state == "down":
+            raise NodeDownError(f"start_worker(node_id={node_id!r}): the node is "
+                                f"{'down' if rec else 'unknown'}; nodes up: {self.up_ids()}")
+        spec = rec.node.spec
+        device_ids: list[int] = []
+        if bundle is not None:
+            if not self.book.holds(bundle.placement_id):
+                raise ValueError(f"start_worker(bundle={bundle!r}): placement "
+                                 f"{bundle.placement_id} was released")
+            device_ids = bundle.tpu_ids if spec.device_resource == "TPU" else bundle.gpu_ids
+        wid = f"worker-{next(self._worker_ids)}"
+        full_env = {**visible_devices_env(spec, device_ids),
+                    "SIMCLUSTER_NODE_ID": node_id,
+                    "SIMCLUSTER_NODE_ADDRESS": rec.node.address,
+                    "SIMCLUSTER_ADDRESS": self.address,
+                    "SIMCLUSTER_WORKER_ID": wid, **env}
+        w = WorkerRec(wid, node_id, name or wid, owner)
+        w.tags = dict(tags or {})
+        self.workers[wid] = w
+        rec.workers.add(wid)
+        return w, {"op": "start", "worker": wid, "name": w.name, "env": full_env, "blob": blob}
 
     def _deliver(self, worker_id: str, kind: int, payload: bytes) -> None:
         """Send a frame to a worker now, or queue it until the worker has connected."""
@@ -117,6 +166,14 @@ class WorkerOps:
     def send_to_worker(self, worker_id: str, payload: bytes) -> None:
         self._deliver(worker_id, MSG, payload)
         self.history.record_message(worker_id, "to_worker", message_type(payload), len(payload))
+
+    def send_to_workers(self, worker_ids: list[str], payload: bytes) -> None:
+        """`send_to_worker` for each; one that is gone is skipped (its exit tells)."""
+        for worker_id in worker_ids:
+            try:
+                self.send_to_worker(worker_id, payload)
+            except ChannelClosed:
+                pass
 
     def send_fault(self, worker_id: str, msg: tuple) -> None:
         """A fault plan's FAULT frame to a worker (see `node/worker_channel.py`); not a message."""
@@ -182,10 +239,16 @@ class WorkerOps:
             pass
 
     def _node_says(self, msg: dict) -> None:
+        op = msg["op"]
+        if op == "started_many":
+            for worker, pid in msg["started"]:
+                self._node_says({"op": "started", "worker": worker, "pid": pid})
+            for worker, error in msg["failed"]:
+                self._node_says({"op": "start_failed", "worker": worker, "error": error})
+            return
         w = self.workers.get(msg.get("worker"))
         if w is None:
             return
-        op = msg["op"]
         if op == "started":
             with self.lock:
                 self._announce(w, msg["pid"])

@@ -37,6 +37,7 @@ from .._wire import (
 from .endpoint import Endpoint, Placement, WorkerHandle
 from .start_args import (
     blob_for,
+    bulk_starts,
     check_env,
     check_event,
     check_modules,
@@ -142,6 +143,21 @@ class ClusterClient(Endpoint):
             self._report_lost()
         return handle
 
+    def start_workers(self, fn: Callable, starts: Sequence[Mapping[str, Any]], *,
+                      timeout_s: float = 30.0) -> list[WorkerHandle]:
+        """See `Cluster.start_workers`: one call for all of them."""
+        fn_blob, checked = bulk_starts(fn, starts)
+        started = self._call("start_workers", fn_blob, checked, timeout_s)
+        handles = []
+        with self._slots_lock:  # before the handles make their slots (see start_worker)
+            for wid, pid, node_id, name in started:
+                self._started[wid] = dict(worker_id=wid, node_id=node_id, name=name, pid=pid)
+        for wid, pid, node_id, name in started:
+            handles.append(WorkerHandle(self, wid, pid, node_id, name))
+        if self._closed:
+            self._report_lost()
+        return handles
+
     def kill_worker(self, worker_id: str, signal: int = _signal.SIGKILL) -> None:
         self._kill_worker(worker_id, int(signal))
 
@@ -177,6 +193,9 @@ class ClusterClient(Endpoint):
     # -- transport ---------------------------------------------------------------------------
     def _send_payload(self, worker_id: str, payload: bytes) -> None:
         self._push({"op": "send", "worker": worker_id, "payload": payload})
+
+    def _send_payloads(self, worker_ids: list[str], payload: bytes) -> None:
+        self._push({"op": "send_many", "workers": worker_ids, "payload": payload})
 
     # Fire-and-forget (no reply awaited), so that callbacks may kill and release too.
     def _kill_worker(self, worker_id: str, sig: int) -> None:

@@ -22,7 +22,7 @@ import signal as _signal
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._errors import ChannelClosed, RemoteError
@@ -214,10 +214,19 @@ class Endpoint(abc.ABC):
         """Send `obj` (anything cloudpickle can pickle) to a worker."""
         self._send_payload(worker_id, pack_message(obj))
 
+    def send_many(self, worker_ids: Sequence[str], obj: object) -> None:
+        """Send the same `obj` to each of `worker_ids`, pickled once and in one request to
+        the cluster; a worker that has exited is skipped (its exit says so)."""
+        self._send_payloads(list(worker_ids), pack_message(obj))
+
     # -- implemented by Cluster / ClusterClient -------------------------------------------
     @abc.abstractmethod
     def _send_payload(self, worker_id: str, payload: bytes) -> None:
         """Send a packed message to a worker."""
+
+    @abc.abstractmethod
+    def _send_payloads(self, worker_ids: list[str], payload: bytes) -> None:
+        """Send one packed message to several workers, skipping those that are gone."""
 
     @abc.abstractmethod
     def _kill_worker(self, worker_id: str, sig: int) -> None:

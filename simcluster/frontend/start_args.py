@@ -19,6 +19,36 @@ def blob_for(fn: Callable, args: tuple, kwargs: Mapping) -> bytes:
         raise TypeError(f"start_worker(fn={fn!r}): the call cannot be pickled: {exc!r}") from exc
 
 
+_START_KEYS = ("node_id", "args", "kwargs", "env", "bundle", "placement", "name", "tags")
+
+
+def bulk_starts(fn: Callable, starts: Sequence[Mapping]) -> tuple[bytes, list[tuple]]:
+    """`start_workers(fn, starts)`: `fn` pickled once, and per start (node id, the pickled
+    (args, kwargs), env, bundle, name, tags), checked as `start_worker` checks its own."""
+    if not callable(fn):
+        raise TypeError(f"start_workers(fn={fn!r}): expected a callable")
+    try:
+        fn_blob = dumps(fn)
+    except Exception as exc:
+        raise TypeError(f"start_workers(fn={fn!r}): it cannot be pickled: {exc!r}") from exc
+    out = []
+    for i, start in enumerate(starts):
+        if not isinstance(start, Mapping) or set(start) - set(_START_KEYS):
+            raise TypeError(f"start_workers(starts[{i}]={start!r}): expected a mapping with "
+                            f"keys among {_START_KEYS}")
+        node_id, bundle = resolve_target(start.get("node_id"), start.get("bundle"),
+                                         start.get("placement"))
+        call = (tuple(start.get("args", ())), dict(start.get("kwargs") or {}))
+        try:
+            blob = dumps(call)
+        except Exception as exc:
+            raise TypeError(f"start_workers(starts[{i}]): its args cannot be pickled: "
+                            f"{exc!r}") from exc
+        out.append((node_id, blob, check_env(start.get("env")), bundle, start.get("name"),
+                    check_tags(start.get("tags"))))
+    return fn_blob, out
+
+
 def resolve_target(node_id: object, bundle: object, placement: object) -> tuple[str, Bundle | None]:
     """The node and bundle a `start_worker` call means, with errors naming the argument."""
     if isinstance(bundle, int) and not isinstance(bundle, bool):

@@ -11,6 +11,11 @@ Exits are event-driven: each child gets a pidfd in the same `select` as the driv
 so an exit is seen, reaped and reported within one loop turn. Commands from the driver:
 
     start {worker, name, env, blob}  -> started {worker, pid} | start_failed {worker, error}
+    start_many {fn, workers: [{worker, name, env, blob}]}
+                                     -> started_many {started: [[worker, pid]],
+                                     failed: [[worker, error]]}: every worker of a group on
+                                     this node in one round; `fn` (pickled once) is called
+                                     with each worker's own (args, kwargs) `blob`
     kill  {worker, signal}           (signal a worker; its exit is reported as usual)
     stop  {grace_s}                  SIGTERM every worker, SIGKILL what is left after
                                      grace_s, report the exits, say `bye` and exit
@@ -47,6 +52,7 @@ only in the loop, never in a signal handler (SIGCHLD's only writes to the wake-u
 
 from __future__ import annotations
 
+import gc
 import os
 import selectors
 import signal
@@ -143,6 +149,7 @@ class Supervisor:
         self.unreaped: dict[int, str] = {}               # leftovers not dead in time
         self.cgroups: dict[int, str | None] = {}         # pid -> the worker's cgroup
         self.stale: list[str] = []                       # worker cgroups not empty in time
+        self.arming: list[int] = []                      # in a new child: siblings' pipes
         # SIGCHLD (an orphan died) wakes the select through this pipe; the handler does nothing
         # else, and with SA_RESTART (siginterrupt False) interrupts no other call.
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -196,7 +203,15 @@ class Supervisor:
     def _command(self, msg: dict) -> None:
         op = msg["op"]
         if op == "start":
-            self._start(msg)
+            started, failed = self._start_many([msg])
+            if started:
+                self._send({"op": "started", "worker": started[0][0], "pid": started[0][1]})
+            else:
+                self._send({"op": "start_failed", "worker": failed[0][0], "error": failed[0][1]})
+        elif op == "start_many":
+            shared = {"fn": msg["fn"]} if msg.get("fn") is not None else {}
+            started, failed = self._start_many([{**w, **shared} for w in msg["workers"]])
+            self._send({"op": "started_many", "started": started, "failed": failed})
         elif op == "kill":
             pid = self.pids.get(msg["worker"])
             if pid is not None:
@@ -211,43 +226,55 @@ class Supervisor:
             for pid in self.children:
                 self._signal(pid, signal.SIGTERM)
 
-    def _start(self, msg: dict) -> None:
-        worker = msg["worker"]
+    def _start_many(self, msgs: list[dict]) -> tuple[list, list]:
+        """Fork one worker per start message, then wait for all of them to arm their
+        parent-death signal: the forks do not wait for each other's children to run.
+        Returns ([[worker, pid]], [[worker, error]])."""
         for stream in (sys.stdout, sys.stderr):
             stream.flush()  # or the child would print our buffered output again
+        # Objects that exist now are never collected in a child: its collector then does
+        # not write to (and so copy) every page of the interpreter it shares with us.
+        gc.freeze()
         me = os.getpid()
-        armed_r, armed_w = os.pipe()
-        cgroup = _node.new_worker() if _node is not None else None
-        try:
-            pid = os.fork()
-        except OSError as exc:
-            os.close(armed_r)
+        forked, failed = [], []
+        for msg in msgs:
+            armed_r, armed_w = os.pipe()
+            cgroup = _node.new_worker() if _node is not None else None
+            try:
+                pid = os.fork()
+            except OSError as exc:
+                os.close(armed_r)
+                os.close(armed_w)
+                if cgroup:
+                    _cgroup.destroy(cgroup, 0.0)
+                failed.append([msg["worker"], repr(exc)])
+                continue
+            if pid == 0:
+                # First thing: all the worker will ever start is born in there. In it, the
+                # worker needs to be no subreaper, and its orphans are ours to reap as they die.
+                contained = bool(cgroup) and _cgroup.join(cgroup)
+                os.close(armed_r)
+                self.arming = [fd for _, fd, _ in forked]
+                worker_process.child_main(self.boot, msg, me, armed_w, self._drop_fds,
+                                          subreaper=not contained)
             os.close(armed_w)
-            if cgroup:
-                _cgroup.destroy(cgroup, 0.0)
-            self._send({"op": "start_failed", "worker": worker, "error": repr(exc)})
-            return
-        if pid == 0:
-            # First thing: all the worker will ever start is born in there. In it, the worker
-            # needs to be no subreaper, and its orphans are ours to reap as they die.
-            contained = bool(cgroup) and _cgroup.join(cgroup)
+            forked.append((pid, armed_r, (msg["worker"], cgroup)))
+        started = []
+        for pid, armed_r, (worker, cgroup) in forked:
+            # Wait until the child has its parent-death signal before saying `started`: a
+            # child frozen (pause_node) or orphaned before that would outlive the cluster.
+            os.read(armed_r, 1)
             os.close(armed_r)
-            worker_process.child_main(self.boot, msg, me, armed_w, self._drop_fds,
-                                      subreaper=not contained)
-        os.close(armed_w)
-        # Wait until the child has its parent-death signal before saying `started`: a child
-        # frozen (pause_node) or orphaned before that would outlive the cluster.
-        os.read(armed_r, 1)
-        os.close(armed_r)
-        if cgroup and _cgroup.cgroup_of(pid) != cgroup:  # it could not enter: walks find it
-            _cgroup.destroy(cgroup, 0.0)
-            cgroup = None
-        self.cgroups[pid] = cgroup
-        pidfd = os.pidfd_open(pid)
-        self.children[pid] = (worker, pidfd)
-        self.pids[worker] = pid
-        self.sel.register(pidfd, selectors.EVENT_READ, pid)
-        self._send({"op": "started", "worker": worker, "pid": pid})
+            if cgroup and _cgroup.cgroup_of(pid) != cgroup:  # it could not enter: walks find it
+                _cgroup.destroy(cgroup, 0.0)
+                cgroup = None
+            self.cgroups[pid] = cgroup
+            pidfd = os.pidfd_open(pid)
+            self.children[pid] = (worker, pidfd)
+            self.pids[worker] = pid
+            self.sel.register(pidfd, selectors.EVENT_READ, pid)
+            started.append([worker, pid])
+        return started, failed
 
     def _drain_wake(self) -> None:
         try:
@@ -262,6 +289,8 @@ class Supervisor:
         self.sock.close()  # a plain close: the supervisor's copy stays connected
         os.close(self.wake_r)
         os.close(self.wake_w)
+        for fd in self.arming:  # the read ends of siblings forked in the same round
+            os.close(fd)
         for _, pidfd in self.children.values():
             os.close(pidfd)
         self.children.clear()

@@ -129,7 +129,10 @@ def child_main(boot: dict, start: dict, supervisor_pid: int, armed_fd: int,
         traceback.print_exc()  # no channel to report on: stderr and a distinctive code
         _leave(70)
     try:
-        fn, args, kwargs = loads(start["blob"])
+        if start.get("fn") is not None:  # a bulk start: the function is shared, pickled once
+            fn, (args, kwargs) = loads(start["fn"]), loads(start["blob"])
+        else:
+            fn, args, kwargs = loads(start["blob"])
     except BaseException as exc:  # e.g. fn's module cannot be imported here
         outcome, code = ("error", exc, traceback.format_exc()), 1
     else:
