@@ -25,6 +25,7 @@ That is the worker's failure, reported through its exit event, never the caller'
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import logging
 import math
@@ -33,7 +34,7 @@ import signal
 import socket
 import threading
 import uuid
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 
 from reference.exceptions import RayActorError, RayTaskError
 from reference.train._context import TrainContext
@@ -70,7 +71,7 @@ from reference.train._internal.worker_group.exit_routing import route_exit
 from reference.train._internal.worker_group.worker import (
     WorkerBoot,
     install_dataset_shards,
-    simcluster_entry,
+    simcluster_rank_entry,
 )
 
 logger = logging.getLogger(__name__)
@@ -83,9 +84,9 @@ STOP_GRACE_S = 2.0
 
 def assign_ranks(node_ids: list[str], accelerator_ids: list[list[int]]) -> list[int]:
     """Bundle index of each world rank (contiguous per node, nodes by first appearance)."""
-    order = list(dict.fromkeys(node_ids))
+    first = {nid: k for k, nid in enumerate(dict.fromkeys(node_ids))}
     return sorted(range(len(node_ids)),
-                  key=lambda i: (order.index(node_ids[i]), min(accelerator_ids[i], default=-1), i))
+                  key=lambda i: (first[node_ids[i]], min(accelerator_ids[i], default=-1), i))
 
 
 class SimclusterGroup(WorkerGroup):
@@ -140,8 +141,12 @@ class SimclusterGroup(WorkerGroup):
 
     def start_training(self) -> None:
         self.training = True
-        for rank in sorted(self.workers):
-            self._send(rank, StartTraining())
+        self._send_all(sorted(self.workers), StartTraining())
+
+    def _send_all(self, ranks: list[int], message) -> None:
+        """One message to many ranks in one request (a gone rank's exit is on the queue)."""
+        live = [self.workers[r].id for r in ranks if self.workers[r].exit is None]
+        self.factory.cluster.send_many(live, message)
 
     def _send(self, rank: int, message) -> None:
         from simcluster import ChannelClosed
@@ -242,8 +247,7 @@ class SimclusterGroup(WorkerGroup):
         self.closed = True
         handles = list(self.workers.values())
         if graceful:
-            for rank in sorted(self.finished):
-                self._send(rank, Stop())
+            self._send_all(sorted(self.finished), Stop())
             for rank in sorted(self.finished):
                 try:
                     self.workers[rank].wait(STOP_GRACE_S)
@@ -435,14 +439,16 @@ class SimclusterGroupFactory(WorkerGroupFactory):
         accel = [list(placement.gpu_ids[i]) or list(placement.tpu_ids[i]) for i in range(n)]
         order = assign_ranks(placement.node_ids, accel)
         nodes = {node.id: node for node in self.cluster.nodes}
-        node_order = list(dict.fromkeys(placement.node_ids[i] for i in order))
-        per_node = {nid: [i for i in order if placement.node_ids[i] == nid] for nid in node_order}
+        per_node: dict[str, list[int]] = {}  # node id -> bundle indices, in rank order
+        for i in order:
+            per_node.setdefault(placement.node_ids[i], []).append(i)
+        node_rank, local_rank = ({nid: r for r, nid in enumerate(per_node)},
+                                 {i: lr for ids in per_node.values() for lr, i in enumerate(ids)})
         slots = []
         for rank, i in enumerate(order):
-            nid = placement.node_ids[i]
-            node = nodes[nid]
+            node = nodes[nid := placement.node_ids[i]]
             slots.append(WorkerSlot(
-                rank=rank, local_rank=per_node[nid].index(i), node_rank=node_order.index(nid),
+                rank=rank, local_rank=local_rank[i], node_rank=node_rank[nid],
                 world_size=n, local_world_size=len(per_node[nid]), node_id=nid,
                 node_address=node.address, accelerator=node.spec.accelerator,
                 accelerator_ids=tuple(accel[i])))
@@ -450,9 +456,8 @@ class SimclusterGroupFactory(WorkerGroupFactory):
         envs = launch_env(slots, self.backend.share_cuda_visible_devices)
         # the datasets reach the workers split, through _install_datasets
         boot_spec = dataclasses.replace(spec, datasets=None, dataset_config=None)
-
-        def start(slot_env):
-            slot, env = slot_env
+        starts = []
+        for slot, env in zip(slots, envs, strict=True):
             context = TrainContext(
                 experiment_name=spec.experiment_name, world_size=n, world_rank=slot.rank,
                 local_rank=slot.local_rank, local_world_size=slot.local_world_size,
@@ -460,18 +465,12 @@ class SimclusterGroupFactory(WorkerGroupFactory):
             env = {**(spec.worker_env or {}), **{k: str(v) for k, v in env.items()}}
             boot = WorkerBoot(spec=boot_spec, context=context, env=env)
             group.boots[slot.rank] = (slot.node_id, boot, order[slot.rank])
-            group.workers[slot.rank] = self.cluster.start_worker(
-                slot.node_id, simcluster_entry, args=(group.id, boot), env=boot.env,
-                bundle=placement[order[slot.rank]], name=f"{group.id}:rank{slot.rank}",
-                # what fault plans and pictures select Train workers by ("rank=1")
-                tags={"run": spec.experiment_name or "", "attempt": spec.attempt, "rank": slot.rank})
-
-        # Each start waits for its worker to run; overlapping them hides those waits.
-        pairs = list(zip(slots, envs, strict=True))
-        if len(pairs) <= 2:
-            for pair in pairs:
-                start(pair)
-            return
-        with ThreadPoolExecutor(max_workers=min(16, len(pairs))) as pool:
-            for future in [pool.submit(start, pair) for pair in pairs]:
-                future.result()
+            tags = {"run": spec.experiment_name or "", "attempt": spec.attempt, "rank": slot.rank}
+            starts.append(dict(  # tags: what fault plans and pictures select Train workers by
+                node_id=slot.node_id, args=(context, env), env=env, tags=tags,
+                bundle=placement[order[slot.rank]], name=f"{group.id}:rank{slot.rank}"))
+        # One call for all: each node forks its workers in one round, and the spec (the
+        # training function with it) is pickled once, not once per rank.
+        handles = self.cluster.start_workers(
+            functools.partial(simcluster_rank_entry, group.id, boot_spec), starts)
+        group.workers.update(enumerate(handles))

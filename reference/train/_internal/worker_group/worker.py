@@ -268,6 +268,12 @@ def simcluster_entry(group_id: str, boot: WorkerBoot):
     return worker_main(boot, _TaggedChannel(group_id, worker.channel()))
 
 
+def simcluster_rank_entry(group_id: str, spec: GroupSpec, context: TrainContext, env: dict):
+    """`simcluster_entry` for a group started at once (`Cluster.start_workers`): the spec,
+    the same for every rank, travels pickled once; the context and env are the rank's."""
+    return simcluster_entry(group_id, WorkerBoot(spec=spec, context=context, env=env))
+
+
 class _TaggedChannel:
     def __init__(self, group_id: str, channel):
         self.group_id, self.channel = group_id, channel
