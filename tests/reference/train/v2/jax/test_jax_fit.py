@@ -114,7 +114,11 @@ def resumable(config):
                          checkpoint=train.Checkpoint.from_directory(folder))
 
 
-def test_a_killed_worker_restarts_the_group_which_resumes_from_the_checkpoint(tmp_path):
+def test_a_killed_worker_restarts_the_group_which_resumes_from_the_checkpoint(tmp_path,
+                                                                             monkeypatch):
+    # The survivor's jax.distributed.shutdown() waits for the dead peer until the backend's
+    # deadline (Ray's variable, 30 s by default) before the group is stopped.
+    monkeypatch.setenv("JAX_DISTRIBUTED_SHUTDOWN_TIMEOUT_S", "2")
     result = fit(tmp_path, fn=resumable, jax_config=JaxConfig(use_gpu=True),
                  train_loop_config={"marker": str(tmp_path / "killed")},
                  run={"worker_runtime_env": CPU,
