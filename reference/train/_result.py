@@ -18,6 +18,30 @@ SNAPSHOT_FILE = "checkpoint_manager_snapshot.json"
 _NOT_FOUND = object()
 
 
+class FrameRows(list):
+    """Rows a Result turns into its ``metrics_dataframe`` when that is first read, so a
+    fit() does not import pandas for a frame nobody reads."""
+
+
+class _Frame:
+    """The ``metrics_dataframe`` field: a DataFrame, or None; given FrameRows, the frame is
+    built from them on first access."""
+
+    def __set_name__(self, owner, name):
+        self._key = "_" + name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return None  # the field's default
+        value = obj.__dict__.get(self._key)
+        if isinstance(value, FrameRows):
+            value = obj.__dict__[self._key] = pd.DataFrame(list(value))
+        return value
+
+    def __set__(self, obj, value):
+        obj.__dict__[self._key] = value
+
+
 @dataclass
 class Result:
     """The outcome of a training run.
@@ -38,7 +62,7 @@ class Result:
     checkpoint: Optional[Checkpoint]
     error: Optional[TrainingFailedError]
     path: str
-    metrics_dataframe: Optional["pd.DataFrame"] = None
+    metrics_dataframe: Optional["pd.DataFrame"] = _Frame()
     best_checkpoints: Optional[list[tuple[Checkpoint, dict[str, Any]]]] = None
     _storage_filesystem: Optional[pyarrow.fs.FileSystem] = None
     return_value: Optional[Any] = None
@@ -116,7 +140,7 @@ class Result:
             checkpoint=Checkpoint(latest_path, fs) if latest_path is not None else None,
             error=None,
             path=run_path,
-            metrics_dataframe=pd.DataFrame([m for _, m in best]) if best else None,
+            metrics_dataframe=FrameRows(m for _, m in best) if best else None,
             best_checkpoints=best,
             _storage_filesystem=fs,
         )

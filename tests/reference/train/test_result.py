@@ -138,3 +138,36 @@ def test_from_path_reads_a_ray_snapshot(tmp_path, trailing_slash):
     assert (result.error, result.return_value) == (None, None)
     assert isinstance(result.filesystem, pyarrow.fs.LocalFileSystem)
     assert result.get_best_checkpoint("nested/score", "max").path == str(run / "checkpoint_1")
+
+
+@pytest.mark.slow
+def test_a_fit_imports_pandas_only_when_its_frame_is_read(tmp_path):
+    """fit() hands the Result its rows; pandas (about a second to import on a busy machine)
+    loads when metrics_dataframe is first read, and the frame is the same."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(f"""
+        import sys
+        import reference.train as train
+        from reference.train.v2.api.data_parallel_trainer import DataParallelTrainer
+
+        def loop():
+            import os, tempfile
+            d = tempfile.mkdtemp()
+            open(os.path.join(d, "f"), "w").close()
+            for step in range(2):
+                train.report({{"step": step}}, checkpoint=train.Checkpoint.from_directory(d))
+
+        result = DataParallelTrainer(loop, scaling_config=train.ScalingConfig(num_workers=1),
+            run_config=train.RunConfig(name="r", storage_path={str(tmp_path)!r})).fit()
+        print("before", "pandas" in sys.modules)
+        print("rows", list(result.metrics_dataframe["step"]))
+        print("after", "pandas" in sys.modules)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:3] == ["before False", "rows [0, 1]", "after True"], \
+        done.stdout

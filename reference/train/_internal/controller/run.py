@@ -185,9 +185,7 @@ def discard_staged(storage, prefix: str, attempt: int) -> None:
 
 
 def build_result(manager, storage, return_value):
-    import pandas as pd
-
-    from reference.train._result import Result
+    from reference.train._result import FrameRows, Result
 
     latest = manager.latest_checkpoint_result
     best = manager.best_checkpoints
@@ -196,7 +194,7 @@ def build_result(manager, storage, return_value):
         checkpoint=manager.latest_checkpoint,
         error=None,
         path=storage.experiment_fs_path,
-        metrics_dataframe=pd.DataFrame([m for _, m in best]) if best else None,
+        metrics_dataframe=FrameRows(m for _, m in best) if best else None,
         best_checkpoints=best,
         _storage_filesystem=storage.storage_filesystem,
         return_value=return_value,
