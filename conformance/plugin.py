@@ -143,11 +143,25 @@ def pytest_collection_modifyitems(config, items):
     checks = [i for i in items if _is_check(i)]
     if not checks:
         return
+    items[:] = cluster_checks_last(items)
     entries = expectations.load(_expectations_path(config))
     for item in checks:
         entry = expectations.match(entries, item.nodeid)
         if entry is not None:
             item.add_marker(pytest.mark.xfail(reason=entry.reason, strict=False))
+
+
+def cluster_checks_last(items: list) -> list:
+    """`items` with the checks marked `cluster` moved behind all others, each group in its
+    own order. A cluster check replaces the implementation's session (its default cluster,
+    a Ray session) with a cluster of its own and starts the default one again when it ends;
+    run together at the end, they leave the session to every other check, which then starts
+    it once (with its framework imports) instead of once after each cluster check."""
+    marked = [i for i in items if _is_check(i) and i.get_closest_marker("cluster")]
+    if not marked:
+        return list(items)
+    moved = set(map(id, marked))
+    return [i for i in items if id(i) not in moved] + marked
 
 
 def _progress_wanted(config) -> bool:

@@ -96,3 +96,37 @@ def test_statuses_header_and_report(pytester, monkeypatch):
     assert report["clauses"]["scaling.defaults"]["status"] == "untested"
     assert report["clauses"]["report.rank0-metrics"]["reasons"] == ["known breakage"]
     assert "| `report.layout` | MUST | pass (xpass) | 1 |" in (out / "fake.md").read_text()
+
+
+ORDER_CHECKS = '''
+import pytest
+
+@pytest.mark.cluster
+def check_a_cluster(impl):
+    pass
+
+def check_b_plain(impl):
+    pass
+
+@pytest.mark.cluster
+def check_c_cluster(impl):
+    pass
+
+def check_d_plain(impl):
+    pass
+'''
+
+
+def test_cluster_checks_run_after_the_others(pytester, monkeypatch):
+    pytester.makepyfile(fake_adapter=ADAPTER)
+    checks = pytester.path / "conformance_suite" / "checks"
+    checks.mkdir(parents=True)
+    (checks / "check_order.py").write_text(textwrap.dedent(ORDER_CHECKS))
+    pytester.makeini("[pytest]\npython_files = check_*.py\npython_functions = check_*\n"
+                     "markers = cluster: starts a cluster\n")
+    monkeypatch.setenv("PYTHONPATH", str(pytester.path))
+    result = pytester.runpytest_subprocess(
+        "conformance_suite", "--impl", "fake_adapter:make", "--collect-only", "-q",
+        "-p", "no:cacheprovider", timeout=60)
+    order = [line.rpartition("::")[2] for line in result.stdout.lines if "::check_" in line]
+    assert order == ["check_b_plain", "check_d_plain", "check_a_cluster", "check_c_cluster"]
