@@ -67,6 +67,18 @@ class _ThreadFit(FitHandle):
 #: where the suite's option reaches the adapter (also in xdist workers and matrix cells)
 SIM_PROVIDER_ENV = "TRAINSPEC_SIM_PROVIDER"
 
+#: what the nodes import once when a check asks for a framework (`framework(name)`): the
+#: integrations that run inside TorchTrainer's workers, which its backend's preload (torch)
+#: does not cover; each costs seconds of imports per worker process otherwise. JAX is not
+#: here: it reads JAX_PLATFORMS when imported, and the backend sets that in the worker.
+FRAMEWORK_PRELOAD = {
+    "lightning": ("reference.train.lightning", "conformance.lightning_probe"),
+    "huggingface.transformers": ("reference.train.huggingface.transformers",
+                                 "conformance.transformers_probe"),
+}
+#: how long a framework's preload may take on every node (they import side by side)
+PRELOAD_TIMEOUT_S = 300.0
+
 
 def check_sim_provider(name: str) -> str:
     """`name` if it is a simcluster provider that can run here; else a ValueError naming
@@ -94,6 +106,8 @@ class ReferenceAdapter(Adapter):
     def __init__(self, provider: str | None = None) -> None:
         #: the simcluster provider of `cluster()` and `tpu_slices()`
         self.provider = provider or os.environ.get(SIM_PROVIDER_ENV) or "process"
+        #: (the cluster, the modules its nodes were asked to import by `_preload`)
+        self._preloaded: tuple = (None, set())
 
     def describe(self) -> str:
         return f"{super().describe()} sim-provider={self.provider}"
@@ -106,6 +120,30 @@ class ReferenceAdapter(Adapter):
         import reference
 
         return getattr(reference, "__version__", "unknown")
+
+    def framework(self, name: str):
+        module = super().framework(name)
+        self._preload(FRAMEWORK_PRELOAD.get(name, ()))
+        return module
+
+    def _preload(self, modules: tuple) -> None:
+        """Have the current cluster's nodes import `modules` (once per cluster), as a user
+        would with `reference.init(preload=...)`: the first call starts the default cluster
+        with them, so its node factory imports them once and every node forks warm."""
+        if not modules:
+            return
+        reference = importlib.import_module("reference")
+        if not reference.is_initialized():
+            cluster = reference.init(preload=modules)
+            self._preloaded = (cluster, set(modules))
+            return
+        cluster = reference.init(ignore_reinit_error=True)
+        if self._preloaded[0] is not cluster:
+            self._preloaded = (cluster, set())
+        missing = [m for m in modules if m not in self._preloaded[1]]
+        if missing:
+            self._preloaded[1].update(missing)
+            cluster.preload(missing, timeout_s=PRELOAD_TIMEOUT_S)
 
     def start_fit(self, make_trainer, deadline_s: float) -> FitHandle:
         return _ThreadFit(self, make_trainer, deadline_s)
