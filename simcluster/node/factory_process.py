@@ -7,8 +7,10 @@ supervisor, which then makes itself a session and process group of its own (`set
 
     driver -> factory (stdin, JSON lines)   first the boot config (address, secret, ...),
                                             then {"node_id", "node_address", "env"} per node,
-                                            or {"op": "preload", "modules"}: import them, so
-                                            that nodes forked after start with them
+                                            or {"op": "preload", "modules"}: import them
+                                            before the next fork, so that nodes forked
+                                            after start with them (not at once: a cluster
+                                            that adds no node never pays for them here)
     factory -> driver (events fd, lines)    {"node_id", "pid"} | {"node_id", "error"} after
                                             a fork; {"pid", "code", "signal"} when a
                                             supervisor exits (reaped via its pidfd)
@@ -67,6 +69,7 @@ class Factory:
         self.sel.register(commands, selectors.EVENT_READ, None)
         self.buffer = b""
         self.pidfds: dict[int, int] = {}  # supervisor pid -> pidfd
+        self.requested: list[str] = []  # `preload()` requests not imported here yet
 
     def run(self) -> None:
         while True:
@@ -85,7 +88,7 @@ class Factory:
             line, self.buffer = self.buffer.split(b"\n", 1)
             msg = json.loads(line)
             if msg.get("op") == "preload":
-                import_modules(msg["modules"])  # a failure shows on the live nodes' replies
+                self.requested += msg["modules"]  # imported before the next fork
             else:
                 self._spawn(msg)
 
@@ -100,6 +103,9 @@ class Factory:
         os._exit(0)
 
     def _spawn(self, node: dict) -> None:
+        if self.requested:  # a failure shows on the live nodes' replies to the request
+            import_modules(self.requested)
+            self.requested = []
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
         me = os.getpid()

@@ -66,6 +66,25 @@ def test_preloaded_module_reaches_every_later_worker_without_importing_again(
         ([name], sorted(n.id for n in cluster.nodes[:2]))]
 
 
+def _parent(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rpartition(")")[2].split()[1])
+
+
+def test_the_factory_imports_a_request_only_before_it_forks_a_node(make_cluster,
+                                                                  probe_module):
+    name, log = probe_module
+    cluster = make_cluster(NodeSpec(cpus=1))
+    node = cluster.nodes[0]
+    factory = _parent(node.pid)  # nodes are forked from the factory
+    assert cluster.preload([name]) == {}
+    assert cluster.start_worker(node.id, _has, (name,)).wait(10).result is True
+    # the factory was sent the request before the node answered it; no fork followed
+    cluster.close()
+    assert str(factory) not in _imports(log)
+    assert _imports(log) == [str(node.pid)]
+
+
 def test_a_client_may_ask_and_a_failed_import_is_reported_per_node(make_cluster):
     cluster = make_cluster(NodeSpec(cpus=1), NodeSpec(cpus=1))
     client = simcluster.connect(cluster.address)
