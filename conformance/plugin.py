@@ -143,7 +143,7 @@ def pytest_collection_modifyitems(config, items):
     checks = [i for i in items if _is_check(i)]
     if not checks:
         return
-    items[:] = cluster_checks_last(items)
+    items[:] = cluster_checks_first(items)
     entries = expectations.load(_expectations_path(config))
     for item in checks:
         entry = expectations.match(entries, item.nodeid)
@@ -151,17 +151,17 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xfail(reason=entry.reason, strict=False))
 
 
-def cluster_checks_last(items: list) -> list:
-    """`items` with the checks marked `cluster` moved behind all others, each group in its
+def cluster_checks_first(items: list) -> list:
+    """`items` with the checks marked `cluster` moved before all others, each group in its
     own order. A cluster check replaces the implementation's session (its default cluster,
-    a Ray session) with a cluster of its own and starts the default one again when it ends;
-    run together at the end, they leave the session to every other check, which then starts
-    it once (with its framework imports) instead of once after each cluster check."""
+    a Ray session) with a cluster of its own, and the session starts again at the next
+    check that needs it. Run together first, they leave the session to every later check,
+    which then starts it once instead of once after each cluster check; and they run while
+    the driver has imported few frameworks (a Tune run asks its nodes for every framework
+    the driver imported)."""
     marked = [i for i in items if _is_check(i) and i.get_closest_marker("cluster")]
-    if not marked:
-        return list(items)
     moved = set(map(id, marked))
-    return [i for i in items if id(i) not in moved] + marked
+    return marked + [i for i in items if id(i) not in moved]
 
 
 def _progress_wanted(config) -> bool:

@@ -542,65 +542,6 @@ def worker_environment(config: dict) -> dict:
     return {name: os.environ.get(name) for name in config["names"]}
 
 
-def accelerator_view(config: dict) -> None:
-    """A training function that journals (`accelerator` events) what its worker sees of
-    accelerators: its world rank, node rank and node id (`config["node_id"]`, a function,
-    where the adapter has one), CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES and the TPU
-    variables as the function starts, and whether a real CUDA device answers (torch, where
-    installed).
-
-    With `config["torch_module"]` (the implementation's `train.torch`) it also journals
-    `get_devices()`, `get_device()` and the process group's backend; with
-    `config["prepare"]` the device of a tiny model's parameters after `prepare_model` and of
-    a batch of `prepare_data_loader`, and, on an NCCL group, the result of an all_reduce of
-    a tensor on the worker's device. What those calls raise is journalled as `error`
-    (the implementation's behaviour, for the check to judge), never raised."""
-    train = importlib.import_module(config["train_module"])
-    real = None
-    try:
-        import torch
-
-        real = bool(torch.cuda.is_available())
-    except ImportError:
-        pass
-    ctx = train.get_context()
-    row = dict(ev="accelerator", rank=ctx.get_world_rank(), node_rank=ctx.get_node_rank(),
-               node=config["node_id"]() if config.get("node_id") else None,
-               cuda=os.environ.get("CUDA_VISIBLE_DEVICES"),
-               hip=os.environ.get("HIP_VISIBLE_DEVICES"),
-               tpu=os.environ.get("TPU_VISIBLE_CHIPS"),
-               tpu_chip_bounds=os.environ.get("TPU_CHIPS_PER_HOST_BOUNDS"),
-               tpu_host_bounds=os.environ.get("TPU_HOST_BOUNDS"), real_cuda=real)
-    if config.get("torch_module"):
-        try:
-            _torch_device_view(importlib.import_module(config["torch_module"]),
-                               bool(config.get("prepare")), row)
-        except Exception as exc:  # the implementation's answer, judged by the check
-            row["error"] = f"{type(exc).__name__}: {exc}"[:500]
-    Journal(config["journal"]).record(**row)
-
-
-def _torch_device_view(tt, prepare: bool, out: dict) -> None:
-    """Fills `out` step by step, so what a failing step leaves is what came before it."""
-    import torch
-    import torch.distributed as dist
-
-    out["backend"] = dist.get_backend() if dist.is_initialized() else None
-    out["devices"] = [str(d) for d in tt.get_devices()]
-    out["device"] = str(tt.get_device())
-    if not prepare:
-        return
-    model = tt.prepare_model(torch.nn.Linear(4, 2))
-    out["model_device"] = str(next(model.parameters()).device)
-    data = torch.utils.data.TensorDataset(torch.arange(16.0).reshape(8, 2))
-    batch = next(iter(tt.prepare_data_loader(torch.utils.data.DataLoader(data, batch_size=2))))
-    out["batch_device"] = str(batch[0].device)
-    if out["backend"] == "nccl":
-        total = torch.ones(1, device=tt.get_device())
-        dist.all_reduce(total)
-        out["all_reduce"] = float(total.item())
-
-
 # ------------------------------------------------------------------ a recording callback
 _RECORDING_CLASSES: dict[str, type] = {}
 

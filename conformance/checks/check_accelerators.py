@@ -16,9 +16,10 @@ import os
 import pytest
 
 from conformance import assertions
+from conformance.accelerator_probe import accelerator_view
 from conformance.adapters.base import NodeSpec
 from conformance.catalogue import clause
-from conformance.probe import Journal, accelerator_view
+from conformance.probe import Journal
 from conformance.scenarios import TrainerFactory, shared, workspace
 
 

@@ -117,7 +117,7 @@ def check_d_plain(impl):
 '''
 
 
-def test_cluster_checks_run_after_the_others(pytester, monkeypatch):
+def test_cluster_checks_run_before_the_others(pytester, monkeypatch):
     pytester.makepyfile(fake_adapter=ADAPTER)
     checks = pytester.path / "conformance_suite" / "checks"
     checks.mkdir(parents=True)
@@ -129,4 +129,4 @@ def test_cluster_checks_run_after_the_others(pytester, monkeypatch):
         "conformance_suite", "--impl", "fake_adapter:make", "--collect-only", "-q",
         "-p", "no:cacheprovider", timeout=60)
     order = [line.rpartition("::")[2] for line in result.stdout.lines if "::check_" in line]
-    assert order == ["check_b_plain", "check_d_plain", "check_a_cluster", "check_c_cluster"]
+    assert order == ["check_a_cluster", "check_c_cluster", "check_b_plain", "check_d_plain"]
