@@ -1,13 +1,31 @@
 """Run as a script: import Lightning integrations with some packages hidden and print, as
-JSON, what each bound to. `python lightning_packages.py MODULES HIDDEN...`, MODULES
-comma-separated, e.g. `reference.train.lightning,ray.train.lightning pytorch_lightning` for an
-install with `lightning` only."""
+JSON, what each bound to.
+
+    python lightning_packages.py MODULES HIDDEN...     one install
+    python lightning_packages.py MODULES --installs JSON   several: {"name": [hidden...]}
+
+MODULES is comma-separated, e.g. `reference.train.lightning,ray.train.lightning
+pytorch_lightning` for an install with `lightning` only. With --installs, the process first
+imports what Lightning pulls in but does not decide the binding (torch, scipy, transformers,
+matplotlib, ...: most of an import of Lightning's seconds), then forks one child per
+install, which hides its packages and imports the integrations as a fresh interpreter would;
+it prints {"name": [what each module bound to]}.
+"""
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
+import os
 import sys
+
+#: imported once before the forks: none of them imports lightning, pytorch_lightning,
+#: lightning_fabric or torchmetrics (checked), so each child still chooses its binding
+SHARED = ("torch", "torch.distributed", "torch._dynamo", "numpy", "scipy.signal", "sympy",
+          "transformers", "matplotlib.pyplot", "PIL.Image", "rich", "reference.train.torch",
+          "ray.train.torch")
+BINDING = ("lightning", "pytorch_lightning", "lightning_fabric", "torchmetrics")
 
 
 def hide(names: list[str]) -> None:
@@ -41,6 +59,43 @@ def describe(module_name: str, hidden: list[str]) -> dict:
     return seen
 
 
+def one_install(modules: list[str], hidden: list[str]) -> list[dict]:
+    hide(hidden)
+    return [describe(m, hidden) for m in modules]
+
+
+def several_installs(modules: list[str], installs: dict[str, list[str]]) -> dict:
+    for name in SHARED:
+        if importlib.util.find_spec(name.split(".")[0]) is not None:
+            importlib.import_module(name)
+    loaded = sorted(m for m in sys.modules if m.split(".")[0] in BINDING)
+    if loaded:
+        raise SystemExit(f"the shared imports loaded {loaded}: a child could not choose")
+    seen = {}
+    for name, hidden in installs.items():
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: one install, as a fresh interpreter would see it
+            os.close(read)
+            code = 0
+            try:
+                out = json.dumps(one_install(modules, hidden)).encode()
+            except BaseException as exc:  # noqa: BLE001 - carried to the parent as data
+                out, code = json.dumps({"error": repr(exc)}).encode(), 1
+            with os.fdopen(write, "wb") as f:
+                f.write(out)
+            os._exit(code)
+        os.close(write)
+        with os.fdopen(read, "rb") as f:
+            data = f.read()
+        _, status = os.waitpid(pid, 0)
+        seen[name] = json.loads(data) if data else {"error": f"child status {status}"}
+    return seen
+
+
 if __name__ == "__main__":
-    hide(sys.argv[2:])
-    print(json.dumps([describe(m, sys.argv[2:]) for m in sys.argv[1].split(",")]))
+    wanted = sys.argv[1].split(",")
+    if sys.argv[2:3] == ["--installs"]:
+        print(json.dumps(several_installs(wanted, json.loads(sys.argv[3]))))
+    else:
+        print(json.dumps(one_install(wanted, sys.argv[2:])))
