@@ -31,16 +31,16 @@ GROWTH_BOUND = 320 << 20
 def write_dataset(folder) -> int:
     rows = DATA_BYTES // (4 * COLUMNS)
     per_file = rows // FILES
-    rng = np.random.default_rng(0)
     names = [f"f{i}" for i in range(COLUMNS)]
+    # One random row group, written again and again: uncompressed and without dictionaries,
+    # every copy takes its full size on disk and in memory once read, as new data would.
+    block = np.random.default_rng(0).random((ROW_GROUP_ROWS, COLUMNS), dtype=np.float32)
+    group = pa.table(dict(zip(names, block.T, strict=True)))
     for f in range(FILES):
-        with pq.ParquetWriter(folder / f"part-{f:02d}.parquet",
-                              pa.schema([(n, pa.float32()) for n in names]),
+        with pq.ParquetWriter(folder / f"part-{f:02d}.parquet", group.schema,
                               compression="none", use_dictionary=False) as writer:
             for start in range(0, per_file, ROW_GROUP_ROWS):
-                n = min(ROW_GROUP_ROWS, per_file - start)
-                block = rng.random((n, COLUMNS), dtype=np.float32)
-                writer.write_table(pa.table(dict(zip(names, block.T, strict=True))))
+                writer.write_table(group.slice(0, min(ROW_GROUP_ROWS, per_file - start)))
     return per_file * FILES
 
 
