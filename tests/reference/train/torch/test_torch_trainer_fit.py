@@ -17,10 +17,11 @@ from reference.train.torch import TorchConfig, TorchTrainer
 simcluster = pytest.importorskip("simcluster")
 pytestmark = pytest.mark.slow
 # Imported once per node supervisor, so workers fork with them loaded; DDP's first use
-# imports torch._dynamo through the functional collectives, which takes seconds.
+# imports torch._dynamo (torch 2.13: DistributedDataParallel.__init__ asks it for the
+# optimize_ddp mode), which takes seconds.
 TORCH_PRELOAD = (*PRELOAD, "torch", "torch.distributed",
-                 "torch.distributed._functional_collectives", "reference.train.torch",
-                 "torch_rank_fns")
+                 "torch.distributed._functional_collectives", "torch._dynamo",
+                 "reference.train.torch", "torch_rank_fns")
 
 
 @pytest.fixture
