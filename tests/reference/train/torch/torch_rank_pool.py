@@ -29,9 +29,10 @@ import cloudpickle
 from reference.exceptions import RayActorError, RayTaskError
 from reference.train._internal.session import Session, set_session
 
-# DDP imports torch._dynamo (via functional collectives) on first use: seconds per process.
+# DDP imports torch._dynamo on first use (torch 2.13: DistributedDataParallel.__init__ asks
+# it for the optimize_ddp mode): seconds per process, unless the forkserver has it.
 PRELOAD = ["torch_rank_pool", "torch_rank_fns", "torch", "torch.distributed",
-           "torch.distributed._functional_collectives", "reference.train.torch"]
+           "torch.distributed._functional_collectives", "torch._dynamo", "reference.train.torch"]
 
 
 class RankSession(Session):
