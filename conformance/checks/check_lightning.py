@@ -68,9 +68,11 @@ def max_abs_error(a: list, b: list) -> float:
                for x, y in zip(pa, pb, strict=True))
 
 
-# What torchrun-style launchers (Lightning's included) leave in a process's environment.
+# What torchrun-style launchers (Lightning's included) leave in a process's environment;
+# Lightning's DDP strategy also sets OMP_NUM_THREADS where it is unset (to the CPUs per
+# process), which every cluster started by this driver afterwards would hand its workers.
 LAUNCHER_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK",
-                 "MASTER_ADDR", "MASTER_PORT")
+                 "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS")
 
 
 @dataclasses.dataclass
