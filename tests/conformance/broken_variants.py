@@ -65,7 +65,9 @@ class RegistersIncomplete(_Shipped):
 class RestartsOnlyFailedWorker(_Shipped):
     """A failed rank is replaced by a fresh worker while its peers keep running."""
 
-    fit_deadline_s = 15.0
+    # Its fits never end (the peers wait for a rank that starts over): the deadline ends
+    # them. By then the fresh rank has started (within 4 s on a 2-core machine at load 16).
+    fit_deadline_s = 5.0
     shipped = "restarts-only-failed-worker"
 
 
