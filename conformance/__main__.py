@@ -60,6 +60,10 @@ def _run(args) -> int:
         adapters.resolve(args.impl)
     except adapters.LOAD_ERRORS as exc:
         return _error("run", str(exc))
+    try:
+        workers = _workers(args.workers, args.impl, args.pytest_args)
+    except ValueError as exc:
+        return _error("run", str(exc))
     checks = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checks")
     # A fresh interpreter, so pytest can rewrite the asserts of the (not yet imported) suite.
     cmd = [sys.executable, "-m", "pytest", checks, "--impl", args.impl,
@@ -71,6 +75,9 @@ def _run(args) -> int:
         cmd += ["--ray-address", args.ray_address]
     if args.allow_node_faults:
         cmd += ["--allow-node-faults"]
+    if workers > 1:
+        # file by file: a file's checks share runs (`scenarios.shared`) and frameworks
+        cmd += ["-n", str(workers), "--dist", "loadfile"]
     if args.progress != "off":
         # progress on stderr; pytest's own per-check letters are blanked by the plugin and
         # its percentage column is dropped, so nothing else writes while a check runs
@@ -78,6 +85,40 @@ def _run(args) -> int:
                 "-o", "console_output_style=classic"]
     # Expected failures (xfail) are not failures; a failing or hanging check is.
     return subprocess.call([*cmd, *args.pytest_args])
+
+
+#: the most processes `--workers auto` splits the checks over
+AUTO_WORKERS_MAX = 4
+
+
+def _workers(value: str, impl: str, pytest_args: list) -> int:
+    """How many pytest-xdist processes run the checks. 'auto': one per CPU, at most
+    AUTO_WORKERS_MAX, for the reference where pytest-xdist is installed (its checks are
+    CPU-bound and each process starts a default cluster and the frameworks of its files
+    once); 1 for any other implementation (a Ray session per process costs more than it
+    saves) and where the pytest arguments choose for themselves (-n, --dist, -p no:xdist)."""
+    import importlib.util
+
+    chosen = any(a in ("-n", "--numprocesses", "--dist", "no:xdist") or
+                 a.startswith(("-n", "--numprocesses=", "--dist=")) for a in pytest_args)
+    installed = importlib.util.find_spec("xdist") is not None
+    if value == "auto":
+        if chosen or impl != "reference" or not installed:
+            return 1
+        return max(1, min(os.cpu_count() or 1, AUTO_WORKERS_MAX))
+    try:
+        count = int(value)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise ValueError(f"--workers {value!r}: expected 'auto' or a whole number >= 1")
+    if count > 1 and not installed:
+        raise ValueError(f"--workers {count}: pytest-xdist is not installed; install it "
+                         "(pip install pytest-xdist) or pass --workers 1")
+    if count > 1 and chosen:
+        raise ValueError(f"--workers {count}: the pytest arguments already choose the "
+                         "processes (-n/--dist/-p no:xdist); pass one or the other")
+    return count
 
 
 def _load_report(command: str, path: str) -> dict:
@@ -191,6 +232,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "on nodes the suite adds to that cluster itself (`ray start "
                         "--address` here), never on the cluster's own (default: off, they "
                         "skip)")
+    p.add_argument("--workers", default="auto", metavar="N",
+                   help="processes the checks are split over, a file's checks in one "
+                        "(pytest-xdist; each process starts a cluster of its own): a number, "
+                        "or 'auto': one per CPU (at most 4) with --impl reference where "
+                        "pytest-xdist is installed, else 1 (default: auto)")
     p.add_argument("--progress", default="auto", choices=["auto", "live", "plain", "off"],
                    help="progress on stderr: 'live' (a rich display), 'plain' (one line per "
                         "check), 'auto' (live on a terminal, else plain) or 'off'")
