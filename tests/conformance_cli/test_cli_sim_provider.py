@@ -67,8 +67,10 @@ def test_the_adapter_takes_the_provider_from_the_option_or_the_environment(monke
 def test_accelerator_checks_say_in_the_report_that_their_gpus_were_simulated(tmp_path):
     import json
 
+    # one check: one process (the default splits the checks over a process per CPU, each
+    # collecting every check file)
     result = run("run", "--impl", "reference", "--out", str(tmp_path), "--progress", "off",
-                 "--", "-k", "check_each_gpu_worker_sees_its_own_gpus")
+                 "--workers", "1", "--", "-k", "check_each_gpu_worker_sees_its_own_gpus")
     assert result.returncode == 0, result.stdout + result.stderr
     rep = json.loads((tmp_path / "reference.json").read_text())
     assert rep["clauses"]["accelerator.gpu-ids"]["status"] == "pass"
