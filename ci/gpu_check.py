@@ -155,32 +155,51 @@ print(json.dumps(v))
 """
 
 
-CUDA_THEN = ("import importlib.util, torch\n"
-             "if not torch.cuda.is_available(): raise SystemExit(3)\n"
-             "raise SystemExit(0 if all(importlib.util.find_spec(m) for m in {!r}) else 4)")
+# What the machine has, probed once in a child process (this one never imports torch):
+# whether torch imports and sees a CUDA device, which of deepspeed and lightning are
+# installed, and whether a jax CUDA plugin is.
+PROBE = """
+import importlib.metadata as m, importlib.util, json
+try:
+    import torch
+    cuda = torch.cuda.is_available()
+except ImportError as exc:
+    torch, cuda = repr(exc), False
+print(json.dumps({
+    "torch": torch if isinstance(torch, str) else None, "cuda": cuda,
+    "found": [n for n in ("deepspeed", "lightning") if importlib.util.find_spec(n)],
+    "jax_cuda": any((d.metadata["Name"] or "").lower().startswith(("jax-cuda", "jax_cuda"))
+                    for d in m.distributions())}))
+"""
+NEEDS = {"torch": (), "torch_fractional": (), "deepspeed": ("deepspeed",),
+         "lightning_deepspeed": ("deepspeed", "lightning"), "jax": ()}
 
 
-def _skip_reason(name: str) -> str | None:
-    cuda = "import torch; raise SystemExit(0 if torch.cuda.is_available() else 3)"
-    probe = {"torch": cuda, "torch_fractional": cuda,
-             "deepspeed": CUDA_THEN.format(("deepspeed",)),
-             "lightning_deepspeed": CUDA_THEN.format(("deepspeed", "lightning")),
-             "jax": "import importlib.metadata as m; raise SystemExit(0 if any("
-                    "(d.metadata['Name'] or '').lower().startswith(('jax-cuda', 'jax_cuda'))"
-                    " for d in m.distributions()) else 3)"}[name]
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=120)
-    if done.returncode == 0:
-        return None
-    if done.returncode == 3:
-        return "no jax CUDA plugin installed" if name == "jax" else \
-            "no CUDA device visible to torch"
-    if done.returncode == 4:
+def probe_machine() -> dict:
+    """What PROBE prints (a failed probe: every check skips, saying why)."""
+    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True,
+                          timeout=120)
+    if done.returncode != 0:
+        return {"failed": done.stderr[-300:]}
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def _skip_reason(name: str, machine: dict) -> str | None:
+    if "failed" in machine:
+        return f"the machine probe failed: {machine['failed']}"
+    if name == "jax":
+        return None if machine["jax_cuda"] else "no jax CUDA plugin installed"
+    if machine["torch"] is not None:
+        return f"{name} is not importable: {machine['torch']}"
+    if not machine["cuda"]:
+        return "no CUDA device visible to torch"
+    if not set(NEEDS[name]) <= set(machine["found"]):
         return "deepspeed or lightning is not installed (the deepspeed and lightning extras)"
-    return f"{name} is not importable: {done.stderr.decode()[-300:]}"
+    return None
 
 
-def run_check(name: str, body: str, timeout_s: float) -> dict:
-    reason = _skip_reason(name)
+def run_check(name: str, body: str, timeout_s: float, machine: dict) -> dict:
+    reason = _skip_reason(name, machine)
     if reason is not None:
         return {"check": name, "status": "skipped", "reason": reason}
     start = time.monotonic()
@@ -204,7 +223,8 @@ def main() -> int:
     args = parser.parse_args()
     checks = {"torch": TORCH, "torch_fractional": TORCH_FRACTIONAL, "deepspeed": DEEPSPEED, "lightning_deepspeed": LIGHTNING_DEEPSPEED,
               "jax": JAX}
-    results = [run_check(name, body, args.timeout) for name, body in checks.items()]
+    machine = probe_machine()
+    results = [run_check(name, body, args.timeout, machine) for name, body in checks.items()]
     for r in results:
         print(f"{r['check']:19} {r['status']:8} {r.get('reason') or r.get('seen')}")
     with open(args.out, "w") as f:
