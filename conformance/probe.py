@@ -44,6 +44,10 @@ FaultKind = Literal["raise", "exit", "sigkill"]
 
 
 PROBE_ERROR = "probe_error"
+#: how long `Script.late_rank` arrives after its peers at every report: ages for a report
+#: that does not wait for its peers (it returns in milliseconds), so its rank journals
+#: what had arrived before the late rank did
+LATE_S = 0.5
 
 
 class InjectedFault(RuntimeError):
@@ -85,7 +89,7 @@ class Script:
     node_id: Callable[[], str] | None = None
     #: seconds to sleep before each report (lets a cluster change under a running fit)
     step_sleep_s: float = 0.0
-    #: rank that sleeps before writing its "arrived" marker (report barrier check)
+    #: rank that sleeps LATE_S before writing its "arrived" marker (report barrier check)
     late_rank: int | None = None
     #: stop once this many steps ran at this world size (elastic checks); None: run all steps
     stop_at_world_size: int | None = None
@@ -438,7 +442,7 @@ def _report_step(s: Script, train, ctx, journal: Journal, rank: int, world: int,
     if step in s.validate and checkpoint is not None:
         options["validation"] = True
     if s.late_rank == rank:
-        time.sleep(1.0)
+        time.sleep(LATE_S)
     dir_name = s.dir_names.get(step, f"ckpt-{step:04d}") if rank == 0 else f"r{rank}-x"
     journal.record(ev="report", rank=rank, attempt=attempt, step=step,
                    checkpoint=checkpoint is not None, world_size=world, dir_name=dir_name)

@@ -177,7 +177,7 @@ def check_a_failed_snapshot_write_of_a_validation_is_validated_again(impl):
 
 #: how long the validation of check_validated_listing_waits_up_to_timeout takes, and the
 #: timeout_s of its bounded get_all_reported_checkpoints call
-SLOW_VALIDATION_S, LISTING_TIMEOUT_S = 6.0, 1.5
+SLOW_VALIDATION_S, LISTING_TIMEOUT_S = 3.0, 1.0
 
 
 @clause("report.validated-timeout")
