@@ -370,6 +370,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tr = terminalreporter
     tr.section("trainspec conformance report")
     tr.write(report_mod.markdown(rep))
+    tr.section("trainspec conformance time")
+    tr.write(report_mod.timing(rep))
     entries = expectations.load(_expectations_path(config))
     for check in _STATE["checks"]:
         entry = expectations.match(entries, check["id"])

@@ -67,6 +67,27 @@ def build(impl: str, version: str, adapter: str, seed, profile: str, checks: lis
     }
 
 
+def timing(report: dict, top: int = 10) -> str:
+    """Where the run's time went: the wall time, the seconds summed over the checks, then
+    the `top` check files (the suite's check classes) and the `top` checks that took
+    longest, as lines of text."""
+    checks = report["checks"]
+    files: dict[str, list] = {}
+    for c in checks:
+        entry = files.setdefault(c["id"].partition("::")[0], [0.0, 0])
+        entry[0] += c["duration_s"]
+        entry[1] += 1
+    total = sum(c["duration_s"] for c in checks)
+    lines = [f"wall time {report['wall_s']:.1f} s; {total:.1f} s in {len(checks)} checks"]
+    lines.append(f"slowest {min(top, len(files))} check files:")
+    for name, (seconds, count) in sorted(files.items(), key=lambda f: -f[1][0])[:top]:
+        lines.append(f"  {seconds:7.1f} s  {name} ({count} checks)")
+    lines.append(f"slowest {min(top, len(checks))} checks:")
+    for c in sorted(checks, key=lambda c: -c["duration_s"])[:top]:
+        lines.append(f"  {c['duration_s']:7.1f} s  {c['id']}")
+    return "\n".join(lines) + "\n"
+
+
 def markdown(report: dict) -> str:
     r = report
     lines = [
