@@ -88,12 +88,14 @@ def test_unserializable_metric_names_its_key(tmp_path):
 def test_a_request_that_can_never_fit_fails_at_once(tmp_path):
     import time
 
+    reference.init(ignore_reinit_error=True)  # the clock runs from the fit, not the start-up
     start = time.monotonic()
     with pytest.raises(t.ControllerError, match="CPU"):
         t.DataParallelTrainer(
             lambda: None, scaling_config=t.ScalingConfig(num_workers=64),
             run_config=t.RunConfig(storage_path=str(tmp_path), name="huge")).fit()
-    assert time.monotonic() - start < 10
+    # at once: far below the 30 s a placement may wait, also on a loaded machine
+    assert time.monotonic() - start < 20
 
 
 @pytest.mark.slow

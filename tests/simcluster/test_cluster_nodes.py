@@ -170,7 +170,7 @@ def test_unschedulable_at_once_and_timeout_later(make_cluster):
         c.place([{"CPU": 3}], timeout_s=30)
     with pytest.raises(Unschedulable):
         c.place([{"CPU": 1}] * 3, strategy="STRICT_SPREAD", timeout_s=30)
-    assert time.monotonic() - t < 2
+    assert time.monotonic() - t < 10  # at once: far below timeout_s, also on a loaded machine
     with pytest.raises(ValueError, match="strategy='RANDOM'"):
         c.place([{"CPU": 1}], strategy="RANDOM")
     held = c.place([{"CPU": 2, "GPU": 1}])

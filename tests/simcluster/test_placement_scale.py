@@ -58,10 +58,11 @@ def test_equal_bundles_go_where_first_fit_puts_them(totals, cpu, gpu, count, str
 
 def test_thousands_of_equal_bundles_place_in_linear_time():
     # 8,192 bundles on 2,048 nodes: the search alone sorts all nodes per bundle (about 10 s
-    # here); the heap takes tens of ms. The bound leaves a wide margin for a loaded machine.
+    # here); the heap takes tens of ms. CPU time of this thread, so other load on the machine
+    # does not count; the bound leaves a wide margin still.
     for strategy in STRATEGIES[:2]:
         nodes = [NodeView.from_totals(f"n{i}", {"CPU": 4}) for i in range(2048)]
-        start = time.perf_counter()
+        start = time.thread_time()
         got = plan([{"CPU": to_units(1)}] * 8192, strategy, nodes)
-        assert got is not None and time.perf_counter() - start < 2.0, strategy
+        assert got is not None and time.thread_time() - start < 2.0, strategy
         assert all(not node.free["CPU"] for node in nodes)

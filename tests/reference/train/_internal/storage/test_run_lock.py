@@ -56,7 +56,8 @@ def test_a_second_process_is_refused_at_once_naming_the_first(tmp_path):
         started = time.monotonic()
         with pytest.raises(RunFolderInUseError) as info:
             acquire(tmp_path)
-        assert time.monotonic() - started < 1.0, "refusing must not wait for the owner"
+        # a lock that waited for its owner would wait until the owner ends (never, here)
+        assert time.monotonic() - started < 10.0, "refusing must not wait for the owner"
         message = str(info.value)
         assert f"pid {holder.pid} on host {socket.gethostname()!r}" in message
         assert "name='run'" in message and "choose another RunConfig(name=...)" in message
@@ -194,7 +195,7 @@ def test_a_second_fit_on_a_running_fits_folder_fails_and_one_after_it_resumes(tm
             trainer.fit()
         assert type(info.value).__name__ == "RunFolderInUseError", info.value
         assert f"owned by pid {first.pid} on host {socket.gethostname()!r}" in str(info.value)
-        assert time.monotonic() - started < 5.0
+        assert time.monotonic() - started < 30.0  # not waiting for the owner (it never ends)
         # The running fit's files are untouched: its staging folder, checkpoint and snapshot.
         assert sorted(os.listdir(run)) == before
         assert (run / "checkpoint_manager_snapshot.json").read_bytes() == snapshot
