@@ -107,6 +107,7 @@ def test_every_broken_variant_is_caught_with_a_small_replayable_schedule(variant
     assert run_one(again_bounds, choices)[1] == []  # the reference keeps it under that schedule
 
 
+@pytest.mark.slow  # seconds of exploring every schedule, unreduced
 def test_the_reduction_loses_no_end_state():
     bounds = Bounds(workers=2, reports=2, faults=1, max_failures=1)
     reduced = [_end_state(fit) for fit, _ in schedules(bounds, states=False)]
@@ -145,6 +146,7 @@ def _verdict(fit) -> tuple:
             tuple(checks))
 
 
+@pytest.mark.slow  # seconds of exploring each
 @pytest.mark.parametrize("variant", [None, *sorted(VARIANTS)])
 def test_merging_runs_at_a_seen_state_loses_no_verdict_and_counts_every_schedule(variant):
     bounds = Bounds(workers=3, reports=2, faults=2, max_failures=1)
@@ -157,6 +159,7 @@ def test_merging_runs_at_a_seen_state_loses_no_verdict_and_counts_every_schedule
     assert bool(result.violations) == any(_verdict(f)[-1] for f in every)
 
 
+@pytest.mark.slow  # tens of seconds of exploring
 def test_every_schedule_of_the_target_bound_in_seconds():
     """<= 3 faults over 4 workers and 6 reports (docs/simulation.md: about 17 million
     schedules, 25 s on an idle 2-core machine); the bound here leaves room for a loaded
@@ -172,6 +175,7 @@ def _cli(*args):
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow  # seven child processes
 def test_the_command_line_reports_on_its_last_line_and_exits_by_the_verdict():
     ok = _cli("--workers", "2", "--faults", "1", "--reports", "2")
     assert ok.returncode == 0, ok.stderr
