@@ -76,8 +76,9 @@ def _run(args) -> int:
     if args.allow_node_faults:
         cmd += ["--allow-node-faults"]
     if workers > 1:
-        # file by file: a file's checks share runs (`scenarios.shared`) and frameworks
-        cmd += ["-n", str(workers), "--dist", "loadfile"]
+        # file by file: a file's checks share runs (`scenarios.shared`) and frameworks;
+        # in the plugin's order (`plugin.run_order`), not xdist's
+        cmd += ["-n", str(workers), "--dist", "loadfile", *_keep_order()]
     if args.progress != "off":
         # progress on stderr; pytest's own per-check letters are blanked by the plugin and
         # its percentage column is dropped, so nothing else writes while a check runs
@@ -119,6 +120,15 @@ def _workers(value: str, impl: str, pytest_args: list) -> int:
         raise ValueError(f"--workers {count}: the pytest arguments already choose the "
                          "processes (-n/--dist/-p no:xdist); pass one or the other")
     return count
+
+
+def _keep_order() -> list[str]:
+    """The option that keeps pytest-xdist to the collection's order of files (from 3.7 it
+    sorts them by their number of tests unless told not to; before, it kept the order)."""
+    from importlib.metadata import version
+
+    major, minor = (int(p) for p in version("pytest-xdist").split(".")[:2])
+    return ["--no-loadscope-reorder"] if (major, minor) >= (3, 7) else []
 
 
 def _load_report(command: str, path: str) -> dict:

@@ -143,7 +143,7 @@ def pytest_collection_modifyitems(config, items):
     checks = [i for i in items if _is_check(i)]
     if not checks:
         return
-    items[:] = cluster_checks_first(items)
+    items[:] = run_order(items)
     entries = expectations.load(_expectations_path(config))
     for item in checks:
         entry = expectations.match(entries, item.nodeid)
@@ -151,17 +151,26 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xfail(reason=entry.reason, strict=False))
 
 
-def cluster_checks_first(items: list) -> list:
-    """`items` with the checks marked `cluster` moved before all others, each group in its
-    own order. A cluster check replaces the implementation's session (its default cluster,
-    a Ray session) with a cluster of its own, and the session starts again at the next
-    check that needs it. Run together first, they leave the session to every later check,
-    which then starts it once instead of once after each cluster check; and they run while
-    the driver has imported few frameworks (a Tune run asks its nodes for every framework
-    the driver imported)."""
+def run_order(items: list) -> list:
+    """`items` in the order the checks run (other tests first, as they were): first the
+    checks marked `cluster`, in their order,
+    then the others file by file, the files with the most checks first (each file's checks
+    in their order). A cluster check replaces the implementation's session (its default
+    cluster, a Ray session) with a cluster of its own, and the session starts again at the
+    next check that needs it: run together first, the cluster checks leave the session to
+    every later check, which starts it once, and they run while the driver has imported few
+    frameworks (a default cluster, or a Tune run, asks its nodes for every framework the
+    driver imported). Split over pytest-xdist processes file by file, in this order
+    (`--dist loadfile --no-loadscope-reorder`), the big files go first and the small ones
+    even out the end."""
     marked = [i for i in items if _is_check(i) and i.get_closest_marker("cluster")]
     moved = set(map(id, marked))
-    return marked + [i for i in items if id(i) not in moved]
+    rest = [i for i in items if id(i) not in moved]
+    files: dict = {}
+    for item in rest:
+        files.setdefault(str(item.path) if _is_check(item) else None, []).append(item)
+    checks = sorted((f for f in files if f is not None), key=lambda f: -len(files[f]))
+    return files.get(None, []) + marked + [i for f in checks for i in files[f]]
 
 
 def _progress_wanted(config) -> bool:

@@ -98,35 +98,30 @@ def test_statuses_header_and_report(pytester, monkeypatch):
     assert "| `report.layout` | MUST | pass (xpass) | 1 |" in (out / "fake.md").read_text()
 
 
-ORDER_CHECKS = '''
-import pytest
-
-@pytest.mark.cluster
-def check_a_cluster(impl):
-    pass
-
-def check_b_plain(impl):
-    pass
-
-@pytest.mark.cluster
-def check_c_cluster(impl):
-    pass
-
-def check_d_plain(impl):
-    pass
-'''
+ORDER_CHECKS = {
+    "check_one.py": "def check_a_plain(impl):\n    pass\n",
+    "check_two.py": ("import pytest\n\n@pytest.mark.cluster\ndef check_b_cluster(impl):\n"
+                     "    pass\n\ndef check_c_plain(impl):\n    pass\n\n"
+                     "def check_d_plain(impl):\n    pass\n\n@pytest.mark.cluster\n"
+                     "def check_e_cluster(impl):\n    pass\n"),
+    "check_three.py": "def check_f_plain(impl):\n    pass\n\ndef check_g_plain(impl):\n"
+                      "    pass\n",
+}
 
 
-def test_cluster_checks_run_before_the_others(pytester, monkeypatch):
+def test_cluster_checks_run_first_then_the_biggest_files(pytester, monkeypatch):
     pytester.makepyfile(fake_adapter=ADAPTER)
     checks = pytester.path / "conformance_suite" / "checks"
     checks.mkdir(parents=True)
-    (checks / "check_order.py").write_text(textwrap.dedent(ORDER_CHECKS))
+    for name, text in ORDER_CHECKS.items():
+        (checks / name).write_text(text)
     pytester.makeini("[pytest]\npython_files = check_*.py\npython_functions = check_*\n"
                      "markers = cluster: starts a cluster\n")
     monkeypatch.setenv("PYTHONPATH", str(pytester.path))
     result = pytester.runpytest_subprocess(
-        "conformance_suite", "--impl", "fake_adapter:make", "--collect-only", "-q",
-        "-p", "no:cacheprovider", timeout=60)
+        "conformance_suite/checks/check_one.py", "conformance_suite/checks/check_two.py",
+        "conformance_suite/checks/check_three.py", "--impl", "fake_adapter:make",
+        "--collect-only", "-q", "-p", "no:cacheprovider", timeout=60)
     order = [line.rpartition("::")[2] for line in result.stdout.lines if "::check_" in line]
-    assert order == ["check_a_cluster", "check_c_cluster", "check_b_plain", "check_d_plain"]
+    assert order == ["check_b_cluster", "check_e_cluster", "check_c_plain", "check_d_plain",
+                     "check_f_plain", "check_g_plain", "check_a_plain"]
