@@ -8,9 +8,7 @@ Ordering hazards, and how they are kept:
 - A report round is acknowledged to the ranks only after its checkpoint folder was
   committed (rename) and registered (snapshot written). A checkpoint acknowledged on every
   rank is therefore never lost by a later failure: the next group starts from the
-  manager's latest checkpoint, which is at least that one. A round without a checkpoint
-  may be consolidated on the thread that received its reports, while this one waits
-  (inline_reports.py: the same `_on_report`, no thread switch); a checkpoint never is.
+  manager's latest checkpoint, which is at least that one.
 - A failed group is shut down (every process gone, resources free) before the next one is
   started, so two attempts never run at once.
 - An attempt's staging folders are discarded only after its group is shut down (no rank
@@ -33,16 +31,11 @@ Ordering hazards, and how they are kept:
 from __future__ import annotations
 
 import logging
+import os
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from reference.train._internal.controller import states as S
-from reference.train._internal.controller.collective_warn import (  # noqa: F401 - re-exported
-    COLLECTIVE_WARN_INTERVAL_S_ENV_VAR,
-    DEFAULT_COLLECTIVE_WARN_INTERVAL_S,
-    collective_warn_interval_s,
-)
-from reference.train._internal.controller.inline_reports import InlineReports
 from reference.train._internal.controller.policies import FailurePolicy, ScalingPolicy
 from reference.train._internal.storage.snapshot import to_jsonable
 from reference.train._internal.worker_group.api import (
@@ -62,6 +55,34 @@ logger = logging.getLogger(__name__)
 
 class NeverSchedulable(StartRejected):
     """The request can never fit on the cluster: waiting would be forever."""
+
+
+#: Ray Train's variable for how often a rank-synchronizing call that not every rank has
+#: reached is logged (ray/train/v2/_internal/constants.py; read by
+#: execution/worker_group/worker_group.py:WorkerGroup.__init__ and applied by
+#: execution/checkpoint/sync_actor.py:SynchronizationActor.broadcast_from_rank_zero,
+#: which every report() enters). Default 60 s there too.
+COLLECTIVE_WARN_INTERVAL_S_ENV_VAR = "RAY_TRAIN_COLLECTIVE_WARN_INTERVAL_S"
+DEFAULT_COLLECTIVE_WARN_INTERVAL_S = 60.0
+
+
+def collective_warn_interval_s(environ: Mapping[str, str] = os.environ) -> float:
+    """The report-wait warning interval from the environment, as Ray reads it: a value that
+    is not a number is logged and the default used. Unlike Ray, a value <= 0 (which would
+    log without pause there) is treated the same way."""
+    raw = environ.get(COLLECTIVE_WARN_INTERVAL_S_ENV_VAR)
+    if raw is None:
+        return DEFAULT_COLLECTIVE_WARN_INTERVAL_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not value > 0:
+        logger.warning("%s=%r is not a positive number of seconds; using the default %s s.",
+                       COLLECTIVE_WARN_INTERVAL_S_ENV_VAR, raw,
+                       DEFAULT_COLLECTIVE_WARN_INTERVAL_S)
+        return DEFAULT_COLLECTIVE_WARN_INTERVAL_S
+    return value
 
 
 class Controller:
@@ -229,11 +250,10 @@ class Controller:
         self._event("attempt_start", attempt=state.attempt, world_size=decision.size,
                     checkpoint=restored)
         interval = self.scaling_policy.monitor_interval_s
-        running = S.Running(state.attempt, group, decision.size, next_resize_check=None
-                            if interval is None else self.clock() + interval)
-        group.offer_inline(InlineReports(self, running))
-        return running, (f"attempt {state.attempt} started with {decision.size} workers "
-                         f"({decision.reason})")
+        next_check = None if interval is None else self.clock() + interval
+        return (S.Running(state.attempt, group, decision.size, next_resize_check=next_check),
+                f"attempt {state.attempt} started with {decision.size} workers "
+                f"({decision.reason})")
 
     def _on_running(self, state: S.Running):
         wakeups = [*state.report_warn_at.values()]
@@ -311,7 +331,9 @@ class Controller:
             hook = getattr(cb, "after_report", None)
             if hook is not None:
                 hook(run_context=None, metrics=[r.metrics for r in ordered], checkpoint=checkpoint)
-        state.group.ack_all(list(arrived), Ack(report.index, checkpoint))
+        ack = Ack(report.index, checkpoint)
+        for rank in arrived:
+            state.group.ack(rank, ack)
         what = "with a checkpoint" if checkpoint is not None else "metrics only"
         return state, f"round {report.index} consolidated ({what})"
 

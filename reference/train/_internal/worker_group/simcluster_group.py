@@ -5,9 +5,9 @@ appearance in the placement, world ranks are contiguous per node, local ranks co
 the node (ordered by lowest accelerator id), node ranks number the nodes in that order.
 
 Events are pushed, never polled: simcluster calls us the moment a worker sends a message
-or exits; both land in the group's inbox, which the controller blocks on (a metrics-only
-report is consolidated right there while it waits: inbox.py). Messages carry the group id,
-so a late message of a torn-down group is dropped instead of confusing the next attempt.
+or exits; both land in the group's queue, which the controller blocks on. Messages carry
+the group id, so a late message of a torn-down group is dropped instead of confusing the
+next attempt.
 
 Backend hooks (reference/train/backend.py) run in `start`, between the workers' start and
 their training function, through an `ExecutionGroup` whose calls travel as `Execute`
@@ -29,6 +29,7 @@ import functools
 import itertools
 import logging
 import math
+import queue
 import signal
 import socket
 import threading
@@ -67,7 +68,6 @@ from reference.train._internal.worker_group.execution import (
     tried,
 )
 from reference.train._internal.worker_group.exit_routing import route_exit
-from reference.train._internal.worker_group.inbox import Inbox, InboxEvents
 from reference.train._internal.worker_group.worker import (
     WorkerBoot,
     install_dataset_shards,
@@ -89,12 +89,12 @@ def assign_ranks(node_ids: list[str], accelerator_ids: list[list[int]]) -> list[
                   key=lambda i: (first[node_ids[i]], min(accelerator_ids[i], default=-1), i))
 
 
-class SimclusterGroup(InboxEvents, WorkerGroup):
+class SimclusterGroup(WorkerGroup):
     def __init__(self, factory: SimclusterGroupFactory, spec: GroupSpec, placement):
         self.id = uuid.uuid4().hex[:12]
         self.factory, self.spec, self.placement = factory, spec, placement
         self.world_size = spec.num_workers
-        self.events = Inbox()  # what on_message and on_exit deliver, next_event takes
+        self.events: queue.SimpleQueue = queue.SimpleQueue()
         self.workers: dict[int, object] = {}  # rank -> WorkerHandle
         self.boots: dict[int, tuple] = {}  # rank -> (node id, WorkerBoot, bundle index)
         self.slots: list[WorkerSlot] = []
@@ -163,7 +163,14 @@ class SimclusterGroup(InboxEvents, WorkerGroup):
             # death, is the failure the controller charges.
             self._kill(handle)
 
-    # -- events (next_event and offer_inline: InboxEvents) -----------------------------------
+    # -- events ------------------------------------------------------------------------------
+    def next_event(self, timeout: float | None):
+        try:
+            return self.events.get(timeout=timeout) if timeout != 0 else \
+                self.events.get_nowait()
+        except queue.Empty:
+            return None
+
     def on_message(self, event) -> None:
         if isinstance(event, Executed):
             self.on_executed(event)
@@ -200,9 +207,6 @@ class SimclusterGroup(InboxEvents, WorkerGroup):
 
     def ack(self, rank: int, ack) -> None:
         self._send(rank, ack)
-
-    def ack_all(self, ranks: list[int], ack) -> None:
-        self._send_all(ranks, ack)  # pickled once, one request
 
     def on_exit(self, rank: int, exit) -> None:
         # While the backend sets the group up, one death dooms every rank's call (a peer

@@ -35,7 +35,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import pickle
 import threading
 from typing import Any
 
@@ -91,11 +90,6 @@ class WorkerBoot:
 def unserializable_key(metrics: Any) -> str | None:
     if not isinstance(metrics, dict):
         return None
-    try:  # the common case, plain values: the C pickler takes them all at once
-        pickle.dumps(metrics, protocol=5)
-        return None
-    except Exception:  # noqa: BLE001 - then cloudpickle, which pickles more, value by value
-        pass
     for key, value in metrics.items():
         try:
             cloudpickle.dumps(value)
@@ -308,9 +302,7 @@ class _ServingCalls:
     main thread and `_serve` runs the `Execute` calls on another, one at a time in the order
     sent. simcluster's WorkerChannel splits the messages by type (`accept`) and sends under a
     lock; the serving thread leaves injected faults (`faults=False`) to the training thread,
-    and the socket too while the training thread waits (`background=True`: a reply such as
-    a report's Ack then wakes the training thread itself, without a thread switch), and a
-    closed channel reaches the training thread at its next send or recv."""
+    and a closed channel reaches the training thread at its next send or recv."""
 
     def __init__(self, channel):
         self.channel = channel
@@ -325,7 +317,7 @@ class _ServingCalls:
     def _serve(self) -> None:
         try:
             while True:
-                call = self.channel.recv(accept=_is_call, faults=False, background=True)
+                call = self.channel.recv(accept=_is_call, faults=False)
                 self.channel.send(Executed(call.call, run_call(call.blob)), faults=False)
         except ChannelClosed:
             return  # the driver is gone
