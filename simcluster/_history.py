@@ -45,11 +45,6 @@ from pathlib import Path
 
 from ._state import create_history, open_history
 
-# json.dumps(x, default=repr) and json.dumps(str) without setting an encoder up per call
-# (the same text; an event and a message are recorded on the cluster's hot paths)
-_encode = json.JSONEncoder(default=repr).encode
-_quote = json.encoder.encode_basestring_ascii
-
 _MESSAGE_BATCH = 256
 #: the events a cluster records (the list above); a layer above adds dotted names of its own
 EVENTS = ("cluster_start", "cluster_stop", "node_up", "node_down", "node_paused",
@@ -86,7 +81,7 @@ class History:
                 return None
             self._seq += 1
             entry = {"t": time.monotonic(), "seq": self._seq, "event": event, **fields}
-            self._pending.append(_encode(entry) + "\n")
+            self._pending.append(json.dumps(entry, default=repr) + "\n")
             self._write()
         for listener in self._listeners:
             listener(entry)
@@ -102,8 +97,8 @@ class History:
             t, seq = time.monotonic(), self._seq
             self._pending.append(
                 f'{{"t": {t!r}, "seq": {seq}, "event": "message", '
-                f'"worker": {_quote(worker)}, "direction": "{direction}", '
-                f'"type": {_quote(type_name)}, "size": {size}}}\n')
+                f'"worker": {json.dumps(worker)}, "direction": "{direction}", '
+                f'"type": {json.dumps(type_name)}, "size": {size}}}\n')
             if len(self._pending) >= _MESSAGE_BATCH:
                 self._write()
         if self._listeners:

@@ -17,15 +17,7 @@ for after each dispatch, so no frame is read by one thread and lost to another; 
 serialized by a lock. `recv(accept=...)` lets two threads split the messages by type (one
 serving calls while the other waits for replies); `recv(faults=False)` leaves an injected
 error to the worker's other channel calls, so a thread that only serves calls never takes
-the error meant for the thread running the worker's code. `recv(background=True)` (the
-thread serving calls) reads only while no other thread waits, nor waited in the last
-BACKGROUND_GRACE_S: a thread that starts waiting while it reads wakes it (a byte on a pipe
-it polls beside the socket) and reads the socket itself, so the reply it waits for wakes it
-directly, not through the background thread (a thread switch more per reply, on the path
-of every report). Meanwhile the background thread sleeps on a condition of its own, woken
-by a frame it accepts, when the last waiting thread leaves, and at the end of the grace: a
-loop of reports wakes it about once per grace, a long wait not at all. A frame for it that
-arrives while nobody reads waits at most the grace.
+the error meant for the thread running the worker's code.
 """
 
 from __future__ import annotations
@@ -34,9 +26,7 @@ import builtins
 import collections
 import importlib
 import itertools
-import os
 import select
-import socket
 import threading
 import time
 from typing import Callable
@@ -58,12 +48,6 @@ from .._wire import (
 )
 
 _NONE = object()
-#: how long after a thread's last wait a background reader leaves the socket to it
-BACKGROUND_GRACE_S = 0.005
-
-
-def _any(type_name: str) -> bool:
-    return True
 
 
 class WorkerChannel:
@@ -72,8 +56,7 @@ class WorkerChannel:
     def __init__(self, sock):
         self._sock = sock
         self._send_lock = threading.Lock()
-        lock = threading.RLock()
-        self._cv = threading.Condition(lock)
+        self._cv = threading.Condition()
         self._reading = False
         self._reader = FrameReader(MAX_FRAME)
         self._frames: collections.deque = collections.deque()
@@ -81,20 +64,6 @@ class WorkerChannel:
         self._ids = itertools.count()
         self._injected: list[BaseException] = []
         self.preempt_deadline: float | None = None
-        self._cv_waiters = 0  # threads waiting on _cv (nobody to notify: no notify call)
-        self._foreground = 0  # threads waiting in a call that is not background
-        self._yield_until = 0.0  # monotonic time until which a background thread leaves it
-        self._background = threading.Condition(lock)  # where a background thread waits
-        self._background_accept: Callable[[str], bool] | None = None  # ... for these frames
-        self._background_untimed = False  # ... until the waiting threads leave
-        self._background_reads = False  # the thread reading now is a background one
-        self._woken = False  # ... and was asked to leave the socket
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_r, False)
-        os.set_blocking(self._wake_w, False)
-        self._poll = select.poll()
-        self._poll.register(sock, select.POLLIN)
-        self._poll.register(self._wake_r, select.POLLIN)
 
     def send(self, obj: object, *, faults: bool = True) -> None:
         if faults:
@@ -104,12 +73,11 @@ class WorkerChannel:
             send_frame(self._sock, MSG, payload)
 
     def recv(self, timeout: float | None = None, *, accept: Callable[[str], bool] | None = None,
-             faults: bool = True, background: bool = False) -> object:
+             faults: bool = True) -> object:
         """The next message from the driver; TimeoutError after `timeout` seconds,
         ChannelClosed once the driver has gone. `accept(type name)`: the first message whose
         type it accepts (the others stay for other readers). `faults=False`: an injected
-        error is not raised here (it stays for the next call that raises it).
-        `background=True`: leave the socket to any other thread that waits (module note)."""
+        error is not raised here (it stays for the next call that raises it)."""
         def take():
             for i, payload in enumerate(self._frames):
                 if accept is None or accept(message_type(payload)):
@@ -117,20 +85,14 @@ class WorkerChannel:
                     return payload
             return _NONE
 
-        return unpack_message(self._wait(take, timeout, "message", faults, background, accept))
+        return unpack_message(self._wait(take, timeout, "message", faults))
 
     # -- faults ----------------------------------------------------------------------------
     def check_faults(self) -> None:
         """Read what the driver sent so far without blocking; raise an injected error."""
         with self._cv:
-            while not self._reading:  # non-blocking reads, the condition held meanwhile
-                try:
-                    data = self._sock.recv(1 << 18, socket.MSG_DONTWAIT)
-                except (BlockingIOError, InterruptedError):
-                    break
-                except OSError as exc:
-                    raise ChannelClosed(f"the driver connection broke: {exc}") from exc
-                self._file(data)
+            while not self._reading and self._read(0.0):
+                pass
             self._raise_injected()
 
     def before_upload(self, path: str) -> None:
@@ -148,80 +110,32 @@ class WorkerChannel:
             raise build_error(verdict[1], f"{verdict[2]} (uploading {path})")
 
     # -- reading ---------------------------------------------------------------------------
-    def _wait(self, take, timeout: float | None, what: str, faults: bool = True,
-              background: bool = False, accept: Callable[[str], bool] | None = None):
+    def _wait(self, take, timeout: float | None, what: str, faults: bool = True):
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cv:
-            self._foreground += not background
-            try:
-                while True:
-                    if faults:
-                        self._raise_injected()
-                    item = take()
-                    if item is not _NONE:
-                        return item
-                    now = time.monotonic()
-                    remaining = None if deadline is None else deadline - now
-                    if remaining is not None and remaining <= 0:
-                        raise TimeoutError(f"no {what} from the driver within {timeout} s")
-                    if background:
-                        self._background_wait(remaining, now, accept)
-                    elif self._reading:
-                        if self._background_reads and not self._woken:
-                            self._woken = True
-                            os.write(self._wake_w, b"\0")
-                        self._cv_waiters += 1
-                        try:
-                            self._cv.wait(remaining)
-                        finally:
-                            self._cv_waiters -= 1
-                    else:
-                        self._read(remaining)
-            finally:
-                if not background:
-                    self._foreground -= 1
-                    self._yield_until = time.monotonic() + BACKGROUND_GRACE_S
-                    if not self._foreground and self._background_untimed:
-                        self._background.notify()  # to start its grace
+            while True:
+                if faults:
+                    self._raise_injected()
+                item = take()
+                if item is not _NONE:
+                    return item
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise TimeoutError(f"no {what} from the driver within {timeout} s")
+                if self._reading:
+                    self._cv.wait(remaining)
+                else:
+                    self._read(remaining)
 
-    def _background_wait(self, remaining: float | None, now: float, accept) -> None:
-        """Read, unless another thread reads or waits, or waited less than
-        BACKGROUND_GRACE_S ago (it may be back at once: a loop of reports). Otherwise wait
-        for a frame it accepts, and until the grace is over; or, past the grace while
-        another thread still waits, until that thread leaves (no timer: a long wait costs
-        no wake-ups). A loop of reports wakes it once per grace, its exits wake nobody."""
-        if not (self._reading or self._foreground or now < self._yield_until):
-            self._read(remaining, background=True)
-            return
-        pause = self._yield_until - now if now < self._yield_until else None
-        if pause is None or (remaining is not None and remaining < pause):
-            pause = remaining
-        self._background_accept = accept or _any
-        self._background_untimed = now >= self._yield_until
-        try:
-            self._background.wait(pause)
-        finally:
-            self._background_accept = None
-            self._background_untimed = False
-
-    def _read(self, timeout: float | None, background: bool = False) -> bool:
+    def _read(self, timeout: float | None) -> bool:
         """Read once (condition held on entry and exit, released while reading); False if
-        nothing came within `timeout` (or, `background`, another thread asked for the
-        socket)."""
-        self._reading, self._background_reads = True, background
+        nothing came within `timeout`."""
+        self._reading = True
         self._cv.release()
         try:
             data = None
             ready = True
-            if background:
-                ready = False
-                for fd, _ in self._poll.poll(None if timeout is None else
-                                             max(0.0, timeout) * 1000):
-                    if fd == self._wake_r:
-                        _drain(fd)
-                    else:
-                        ready = True
-            elif timeout is not None:
+            if timeout is not None:
                 ready = bool(select.select([self._sock], [], [], max(0.0, timeout))[0])
             if ready:
                 try:
@@ -230,28 +144,18 @@ class WorkerChannel:
                     raise ChannelClosed(f"the driver connection broke: {exc}") from exc
         finally:
             self._cv.acquire()
-            self._reading = self._background_reads = self._woken = False
-            if self._cv_waiters:
-                self._cv.notify_all()
+            self._reading = False
+            self._cv.notify_all()
         if data is None:
             return False
-        self._file(data)
-        return True
-
-    def _file(self, data: bytes) -> None:
-        """File what a read brought (condition held): frames for whoever waits for them."""
         if not data:
             raise ChannelClosed("the driver closed the channel")
-        wanted = self._background_accept
         for kind, payload in self._reader.feed(data):
             if kind == FAULT:
                 self._on_fault(loads(payload))
             else:
                 self._frames.append(payload)
-                if wanted is not None and wanted(message_type(payload)):
-                    self._background.notify()
-        if self._cv_waiters:
-            self._cv.notify_all()
+        return True
 
     def _on_fault(self, msg: tuple) -> None:
         if msg[0] == "raise":
@@ -268,14 +172,6 @@ class WorkerChannel:
     def _send_result(self, payload: bytes) -> None:
         with self._send_lock:
             send_frame(self._sock, RESULT, payload)
-
-
-def _drain(fd: int) -> None:
-    try:
-        while os.read(fd, 64):
-            pass
-    except BlockingIOError:
-        pass
 
 
 def build_error(name: str, message: str) -> BaseException:
