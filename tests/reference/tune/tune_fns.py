@@ -169,4 +169,6 @@ def pbt_fn(config: dict) -> None:
             json.dump({"value": value, "step": step, "trial": me}, f)
         tune.report({"value": value, "step": step},
                     checkpoint=tune.Checkpoint.from_directory(d))
-        time.sleep(0.05)
+        # paced so that trial processes started up to a second apart (a loaded machine)
+        # still meet at the perturbation steps
+        time.sleep(0.15)
