@@ -4,8 +4,9 @@ Thin on purpose: it picks the adapter (`--impl` or TRAINSPEC_IMPL), hands it to 
 the `impl` fixture, applies the implementation's expectation file, turns a `HangVerdict`
 into the status `hang`, prints the header and a per-clause summary, and writes the report
 (`--conformance-report DIR`: JSON, Markdown and HTML), and orders the checks
-(`run_order`). It stays inert for test runs that collect no checks; a run of checks keeps
-its temporary files in memory where there is room (`conformance.scratch`).
+(`run_order`). It stays inert for test runs that collect no checks; a run of the
+reference's checks keeps its temporary files in memory where there is room
+(`conformance.scratch`; Ray keeps its session folder where it always does).
 
 A bad `--impl` is refused at configure time with one usage error (`adapters.resolve`),
 before anything is collected. `--conformance-progress` (which `python -m conformance run`
@@ -83,8 +84,8 @@ def pytest_configure(config):
     if config.getoption("hypothesis_profile", None) is None:
         hsettings.load_profile("fast")
     _STATE.update(start=time.monotonic(), checks=[], progress=None)
-    if _checks_requested(config) and scratch.use_memory_scratch():  # before any temp file
-        config.add_cleanup(scratch.release)
+    if _checks_requested(config) and _impl_name(config) == "reference":
+        scratch.use_memory_scratch()  # before anything makes a temporary file
     address = config.getoption("--ray-address")
     provider = config.getoption("--sim-provider")
     node_faults = config.getoption("--allow-node-faults")

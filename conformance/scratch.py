@@ -12,13 +12,14 @@ sets `TMPDIR` to a folder of this user's own in /dev/shm, if that is a tmpfs wit
 The folder is made 0700 and used only if it is a real folder (no link) owned by this user
 that no other user can write to; anything else leaves `TMPDIR` as it was. Each run takes a
 folder of its own inside it, `run-XXXX`, holding an flock on its `.lock` while it lives,
-and removes it when it ends (`release`), leaving nothing in memory; a run that was killed
+and removes it when it exits (`release`, at exit), leaving nothing in memory; a run that was killed
 before it could is removed by the next one (its lock is free). With
 `TRAINSPEC_KEEP_WORKSPACES=1` the run's folder stays, its lock file gone.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import os
@@ -97,6 +98,8 @@ def use_memory_scratch() -> str | None:
     fcntl.flock(fd, fcntl.LOCK_EX)
     os.rename(lock + ".new", lock)  # seen by `remove_stale_runs` only once locked
     _run = (os.getpid(), folder, fd)
+    # at exit, after what registered later (the suite's workspaces remove themselves)
+    atexit.register(release)
     os.environ["TMPDIR"] = folder
     tempfile.tempdir = None  # computed again from TMPDIR at its next use
     return folder

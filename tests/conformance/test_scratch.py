@@ -43,6 +43,9 @@ print(folder, os.environ["TMPDIR"], tempfile.gettempdir(), flush=True)
 if sys.argv[1] == "release":
     scratch.release()
     print(os.path.exists(folder), flush=True)
+elif sys.argv[1] == "exit":
+    from conformance.scenarios import workspace
+    print(os.path.dirname(workspace()).startswith(folder), flush=True)  # removed at exit too
 else:
     os._exit(0)  # killed before it could release
 """
@@ -51,8 +54,14 @@ else:
 def _child(how: str, env: dict) -> list[str]:
     done = subprocess.run([sys.executable, "-c", CHILD, how], capture_output=True,
                           text=True, timeout=60, env=env)
-    assert done.returncode == 0, done.stderr
+    assert (done.returncode, done.stderr) == (0, "")
     return done.stdout.split()
+
+
+def test_a_run_that_exits_removes_its_folder_after_its_workspaces():
+    env = {k: v for k, v in os.environ.items() if k != "TMPDIR"}
+    folder, _, _, inside = _child("exit", env)
+    assert inside == "True" and not os.path.exists(folder)
 
 
 def test_a_run_uses_and_then_removes_a_folder_of_its_own():
@@ -65,7 +74,7 @@ def test_a_run_uses_and_then_removes_a_folder_of_its_own():
 
 def test_a_killed_runs_folder_goes_at_the_next_run_and_a_live_ones_stays():
     env = {k: v for k, v in os.environ.items() if k != "TMPDIR"}
-    left = _child("exit", env)[0]
+    left = _child("killed", env)[0]
     assert os.path.isdir(left)
     live = tempfile.mkdtemp(prefix="run-", dir=scratch.memory_scratch())
     fd = os.open(os.path.join(live, ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
