@@ -265,9 +265,10 @@ def test_stopping_the_runner_kills_the_judge_running_and_starts_none(tmp_path, m
         run.run_judge(hang, tmp_path, timeout_s=50)[0]))
     judge.start()
     deadline = time.monotonic() + 20
-    while not marker.exists() and time.monotonic() < deadline:
+    # the pid written, not only the file made (a kill between the two left it empty)
+    while not (marker.exists() and marker.read_text()) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert marker.exists(), "the judging command never started its child"
+    assert marker.exists() and marker.read_text(), "the judging command never started its child"
     # SIGTERM reaches the runner as KeyboardInterrupt, as Ctrl-C does
     previous = run._stop_on_sigterm()
     try:
