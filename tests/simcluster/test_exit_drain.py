@@ -11,11 +11,11 @@ cluster's event loop, and these take their time over some messages."""
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import os
 import random
 import signal
 import socket
-import threading
 import time
 
 import pytest
@@ -23,7 +23,7 @@ from simcluster_waits import gone, wait_until
 
 from simcluster import NodeSpec, worker
 from simcluster._wire import MSG, frame, pack_message
-from simcluster.driver.worker_ops import DRAIN_MAX_S, FORCE_AFTER_S
+from simcluster.driver.worker_ops import DRAIN_MAX_S, DRAIN_STEP_S, FORCE_AFTER_S
 
 slow = pytest.mark.slow
 MIB = 1 << 20
@@ -162,15 +162,35 @@ def test_a_frame_cut_short_by_a_kill_is_dropped_with_a_reason(make_cluster):
         f"64 MiB frame and why they were dropped")
 
 
-@slow
-def test_a_socket_that_keeps_delivering_after_the_exit_is_closed_within_a_bound(
-        make_cluster, tmp_path):
-    """The worker hands its socket to this process, which goes on writing to it (a
-    message every 5 ms) after the worker is gone."""
-    cluster = make_cluster(NodeSpec(cpus=1))
-    listener = cluster.on_message(Listener({}))
-    path = str(tmp_path / "fd.sock")
-    writes_failed = threading.Event()
+def _chatter(fd: int, failed, stats) -> None:
+    """A message every 5 ms into the worker's socket, until the driver closes its end;
+    `stats` gets (messages sent, the longest pause between two sends, from the start on).
+    A forked child holds every descriptor of this process, the driver's end of that socket
+    among them (the driver runs here), which would keep it open: all but `fd` are closed."""
+    os.closerange(3, fd)
+    os.closerange(fd + 1, os.sysconf("SC_OPEN_MAX"))
+    try:
+        os.nice(-10)  # a larger share of a loaded machine, so that it does not pause (root)
+    except OSError:
+        pass
+    held = socket.socket(fileno=fd)
+    last = time.monotonic()
+    deadline = last + 10
+    try:
+        while last < deadline:
+            held.sendall(frame(MSG, pack_message(("chatter", b"x" * 1024))))
+            now = time.monotonic()
+            stats[0], stats[1] = stats[0] + 1, max(stats[1], now - last)
+            last = now
+            time.sleep(0.005)
+    except OSError:
+        failed.set()  # the driver closed its end
+
+
+def _keep_delivering(cluster, tmp_path, attempt: int):
+    """One worker hands its socket over and exits; a child process writes into the socket
+    from then on. (worker id, exit, seconds to the exit, messages sent, longest pause)."""
+    path = str(tmp_path / f"fd{attempt}.sock")
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as unix:
         unix.bind(path)
         unix.listen(1)
@@ -181,17 +201,10 @@ def test_a_socket_that_keeps_delivering_after_the_exit_is_closed_within_a_bound(
             _, fds, _, _ = socket.recv_fds(peer, 16, 1)
             peer.sendall(b"k")
     held = socket.socket(fileno=fds[0])
-
-    def chatter():
-        deadline = time.monotonic() + 10
-        try:
-            while time.monotonic() < deadline:
-                held.sendall(frame(MSG, pack_message(("chatter", b"x" * 1024))))
-                time.sleep(0.005)
-        except OSError:
-            writes_failed.set()  # the driver closed its end
-
-    writer = threading.Thread(target=chatter, daemon=True)
+    ctx = multiprocessing.get_context("fork")
+    writes_failed, stats = ctx.Event(), ctx.Array("d", 2)
+    writer = ctx.Process(target=_chatter, args=(held.fileno(), writes_failed, stats),
+                         daemon=True)
     try:
         wait_until(lambda: gone(w.pid), 10, f"the exit of worker pid {w.pid}")
         start = time.monotonic()
@@ -201,12 +214,43 @@ def test_a_socket_that_keeps_delivering_after_the_exit_is_closed_within_a_bound(
         assert writes_failed.wait(5), "the driver never closed the worker's socket"
     finally:
         held.close()
-        writer.join(10)
-    assert exit.ok, repr(exit)
-    assert took < FORCE_AFTER_S + DRAIN_MAX_S + 1.5, (
-        f"the exit took {took:.1f} s (FORCE_AFTER_S={FORCE_AFTER_S}, DRAIN_MAX_S={DRAIN_MAX_S})")
+        if writer.pid is not None:
+            writer.join(10)
+            if writer.is_alive():
+                writer.kill()
+                writer.join(5)
+    return w.id, exit, took, int(stats[0]), stats[1]
+
+
+@slow
+def test_a_socket_that_keeps_delivering_after_the_exit_is_closed_within_a_bound(
+        make_cluster, tmp_path):
+    """The worker hands its socket to this process, which goes on writing to it (a
+    message every 5 ms, from a child process) after the worker is gone. The driver closes
+    a socket as quiet once nothing came for DRAIN_STEP_S (50 ms): a writer that paused that
+    long (on a loaded machine, a busy process can), or started too late to send 20 messages
+    (100 ms) before the socket was closed, did not keep it delivering, and its attempt proves
+    nothing either way; the next attempt runs instead."""
+    cluster = make_cluster(NodeSpec(cpus=1))
+    listener = cluster.on_message(Listener({}))
+    pauses = []
+    for attempt in range(5):
+        worker_id, exit, took, sent, pause = _keep_delivering(cluster, tmp_path, attempt)
+        assert exit.ok, repr(exit)
+        # the bound plus room for a loaded machine; without it the exit would wait for the
+        # writer's 10 s
+        assert took < FORCE_AFTER_S + DRAIN_MAX_S + 3, (
+            f"the exit took {took:.1f} s (FORCE_AFTER_S={FORCE_AFTER_S}, "
+            f"DRAIN_MAX_S={DRAIN_MAX_S})")
+        if sent >= 20 and pause < DRAIN_STEP_S:
+            break
+        pauses.append((sent, round(pause, 3)))
+    else:
+        pytest.skip(f"the writer sent fewer than 20 messages or paused >= {DRAIN_STEP_S} s "
+                    f"in every attempt ((sent, longest pause): {pauses}): this machine is too "
+                    "loaded to keep a socket delivering")
     assert any(tag == "chatter" for tag, *_ in listener.got), "nothing the writer sent arrived"
-    dropped = _worker_exit(cluster, w.id).get("dropped")
+    dropped = _worker_exit(cluster, worker_id).get("dropped")
     assert dropped and "still" in dropped["why"], (
         f"worker_exit's dropped={dropped!r}: expected why the socket was closed while it "
-        f"still delivered")
+        f"still delivered (the writer sent {sent} messages, pausing at most {pause:.3f} s)")
