@@ -175,7 +175,10 @@ class ReferenceAdapter(Adapter):
         reference.shutdown()
         nodes = [spec for name, kind, topology in slices
                  for spec in simcluster.tpu_slice(name, kind, topology, cpus=1)]
-        with simcluster.Cluster(nodes=nodes, preload=reference.PRELOAD,
+        # TPU slices run JAX: the factory imports what a JaxTrainer asks its nodes for once,
+        # before it forks them, where each node would import it on the fit's request
+        jax = importlib.import_module("reference.train.v2.jax").JaxConfig().backend_cls
+        with simcluster.Cluster(nodes=nodes, preload=reference.PRELOAD + jax.preload_modules,
                                 provider=self.provider) as cluster:
             reference.init(address=cluster.address)
             try:
