@@ -61,7 +61,8 @@ def _run(args) -> int:
     except adapters.LOAD_ERRORS as exc:
         return _error("run", str(exc))
     try:
-        workers = _workers(args.workers, args.impl, args.pytest_args)
+        provider = args.sim_provider or os.environ.get("TRAINSPEC_SIM_PROVIDER") or "process"
+        workers = _workers(args.workers, args.impl, args.pytest_args, provider)
     except ValueError as exc:
         return _error("run", str(exc))
     checks = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checks")
@@ -92,19 +93,21 @@ def _run(args) -> int:
 AUTO_WORKERS_MAX = 4
 
 
-def _workers(value: str, impl: str, pytest_args: list) -> int:
+def _workers(value: str, impl: str, pytest_args: list, provider: str = "process") -> int:
     """How many pytest-xdist processes run the checks. 'auto': one per CPU, at most
-    AUTO_WORKERS_MAX, for the reference where pytest-xdist is installed (its checks are
-    CPU-bound and each process starts a default cluster and the frameworks of its files
-    once); 1 for any other implementation (a Ray session per process costs more than it
-    saves) and where the pytest arguments choose for themselves (-n, --dist, -p no:xdist)."""
+    AUTO_WORKERS_MAX, for the reference on simcluster's process provider where
+    pytest-xdist is installed (its checks are CPU-bound and each process starts a default
+    cluster and the frameworks of its files once); 1 for any other implementation (a Ray
+    session per process costs more than it saves), for the netns and docker providers
+    (their networks are made one cluster at a time), and where the pytest arguments choose
+    for themselves (-n, --dist, -p no:xdist)."""
     import importlib.util
 
     chosen = any(a in ("-n", "--numprocesses", "--dist", "no:xdist") or
                  a.startswith(("-n", "--numprocesses=", "--dist=")) for a in pytest_args)
     installed = importlib.util.find_spec("xdist") is not None
     if value == "auto":
-        if chosen or impl != "reference" or not installed:
+        if chosen or impl != "reference" or provider != "process" or not installed:
             return 1
         return max(1, min(os.cpu_count() or 1, AUTO_WORKERS_MAX))
     try:
@@ -245,8 +248,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", default="auto", metavar="N",
                    help="processes the checks are split over, a file's checks in one "
                         "(pytest-xdist; each process starts a cluster of its own): a number, "
-                        "or 'auto': one per CPU (at most 4) with --impl reference where "
-                        "pytest-xdist is installed, else 1 (default: auto)")
+                        "or 'auto': one per CPU (at most 4) with --impl reference on the "
+                        "process provider where pytest-xdist is installed, else 1 "
+                        "(default: auto)")
     p.add_argument("--progress", default="auto", choices=["auto", "live", "plain", "off"],
                    help="progress on stderr: 'live' (a rich display), 'plain' (one line per "
                         "check), 'auto' (live on a terminal, else plain) or 'off'")

@@ -1,6 +1,7 @@
 """`python -m conformance run --workers`: how many pytest-xdist processes split the checks
 (file by file). 'auto' splits the reference's checks over the CPUs (at most 4) and leaves
-any other implementation, and pytest arguments that choose for themselves, in one process."""
+any other implementation, the netns and docker providers, and pytest arguments that choose
+for themselves, in one process."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ def test_auto_splits_the_reference_over_the_cpus():
 def test_auto_is_one_process_for_other_implementations_and_chosen_arguments():
     assert _workers("auto", "ray", []) == 1
     assert _workers("auto", "my.module:make", []) == 1
+    assert _workers("auto", "reference", [], provider="docker") == 1
+    assert _workers("auto", "reference", [], provider="netns") == 1
     for args in (["-n", "3"], ["-n3"], ["--dist=load"], ["-p", "no:xdist"]):
         assert _workers("auto", "reference", args) == 1, args
 
