@@ -6,7 +6,7 @@ into the status `hang`, prints the header and a per-clause summary, and writes t
 (`--conformance-report DIR`: JSON, Markdown and HTML), and orders the checks
 (`run_order`). It stays inert for test runs that collect no checks; a run of the
 reference's checks keeps its temporary files in memory where there is room
-(`conformance.scratch`; Ray keeps its session folder where it always does).
+(`conformance.scratch`; not for Ray's session folder, nor for Docker nodes' mounts).
 
 A bad `--impl` is refused at configure time with one usage error (`adapters.resolve`),
 before anything is collected. `--conformance-progress` (which `python -m conformance run`
@@ -84,10 +84,10 @@ def pytest_configure(config):
     if config.getoption("hypothesis_profile", None) is None:
         hsettings.load_profile("fast")
     _STATE.update(start=time.monotonic(), checks=[], progress=None)
-    if _checks_requested(config) and _impl_name(config) == "reference":
+    address, provider = config.getoption("--ray-address"), config.getoption("--sim-provider")
+    if _checks_requested(config) and _impl_name(config) == "reference" and (
+            provider or os.environ.get("TRAINSPEC_SIM_PROVIDER")) != "docker":
         scratch.use_memory_scratch()  # before anything makes a temporary file
-    address = config.getoption("--ray-address")
-    provider = config.getoption("--sim-provider")
     node_faults = config.getoption("--allow-node-faults")
     if (address or provider or node_faults) and _checks_requested(config):
         from conformance import adapters
