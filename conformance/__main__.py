@@ -61,8 +61,10 @@ def _run(args) -> int:
     except adapters.LOAD_ERRORS as exc:
         return _error("run", str(exc))
     try:
-        provider = args.sim_provider or os.environ.get("TRAINSPEC_SIM_PROVIDER") or "process"
-        workers = _workers(args.workers, args.impl, args.pytest_args, provider)
+        from conformance.adapters.reference_adapter import sim_provider
+
+        workers = _workers(args.workers, args.impl, args.pytest_args,
+                           sim_provider(args.sim_provider))
     except ValueError as exc:
         return _error("run", str(exc))
     checks = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checks")

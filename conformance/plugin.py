@@ -85,9 +85,11 @@ def pytest_configure(config):
         hsettings.load_profile("fast")
     _STATE.update(start=time.monotonic(), checks=[], progress=None)
     address, provider = config.getoption("--ray-address"), config.getoption("--sim-provider")
-    if _checks_requested(config) and _impl_name(config) == "reference" and (
-            provider or os.environ.get("TRAINSPEC_SIM_PROVIDER")) != "docker":
-        scratch.use_memory_scratch()  # before anything makes a temporary file
+    if _checks_requested(config) and _impl_name(config) == "reference":
+        from conformance.adapters.reference_adapter import sim_provider
+
+        if sim_provider(provider) != "docker":
+            scratch.use_memory_scratch()  # before anything makes a temporary file
     node_faults = config.getoption("--allow-node-faults")
     if (address or provider or node_faults) and _checks_requested(config):
         from conformance import adapters

@@ -67,6 +67,12 @@ class _ThreadFit(FitHandle):
 #: where the suite's option reaches the adapter (also in xdist workers and matrix cells)
 SIM_PROVIDER_ENV = "TRAINSPEC_SIM_PROVIDER"
 
+
+def sim_provider(given: str | None = None) -> str:
+    """The simcluster provider in use: the one given, else $TRAINSPEC_SIM_PROVIDER, else
+    'process'."""
+    return given or os.environ.get(SIM_PROVIDER_ENV) or "process"
+
 #: what the nodes import once when a check asks for a framework (`framework(name)`): the
 #: integrations that run inside TorchTrainer's workers, which its backend's preload (torch)
 #: does not cover; each costs seconds of imports per worker process otherwise. JAX is not
@@ -105,7 +111,7 @@ class ReferenceAdapter(Adapter):
 
     def __init__(self, provider: str | None = None) -> None:
         #: the simcluster provider of `cluster()` and `tpu_slices()`
-        self.provider = provider or os.environ.get(SIM_PROVIDER_ENV) or "process"
+        self.provider = sim_provider(provider)
         #: (the cluster, the modules its nodes were asked to import by `_preload`)
         self._preloaded: tuple = (None, set())
 

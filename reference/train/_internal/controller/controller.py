@@ -8,7 +8,9 @@ Ordering hazards, and how they are kept:
 - A report round is acknowledged to the ranks only after its checkpoint folder was
   committed (rename) and registered (snapshot written). A checkpoint acknowledged on every
   rank is therefore never lost by a later failure: the next group starts from the
-  manager's latest checkpoint, which is at least that one.
+  manager's latest checkpoint, which is at least that one. A round without a checkpoint
+  may be consolidated on the thread that received its reports, while this one waits
+  (inline_reports.py: the same `_on_report`, no thread switch); a checkpoint never is.
 - A failed group is shut down (every process gone, resources free) before the next one is
   started, so two attempts never run at once.
 - An attempt's staging folders are discarded only after its group is shut down (no rank
@@ -31,11 +33,23 @@ Ordering hazards, and how they are kept:
 from __future__ import annotations
 
 import logging
-import os
 import time
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from reference.train._internal.controller import states as S
+from reference.train._internal.controller.collective_warn import (  # noqa: F401 - re-exported
+    COLLECTIVE_WARN_INTERVAL_S_ENV_VAR,
+    DEFAULT_COLLECTIVE_WARN_INTERVAL_S,
+    collective_warn_interval_s,
+)
+from reference.train._internal.controller.errors import (
+    BUDGETS,
+    controller_error,
+    log_failure,
+    one_line,
+    worker_group_error,
+)
+from reference.train._internal.controller.inline_reports import InlineReports
 from reference.train._internal.controller.policies import FailurePolicy, ScalingPolicy
 from reference.train._internal.storage.snapshot import to_jsonable
 from reference.train._internal.worker_group.api import (
@@ -55,34 +69,6 @@ logger = logging.getLogger(__name__)
 
 class NeverSchedulable(StartRejected):
     """The request can never fit on the cluster: waiting would be forever."""
-
-
-#: Ray Train's variable for how often a rank-synchronizing call that not every rank has
-#: reached is logged (ray/train/v2/_internal/constants.py; read by
-#: execution/worker_group/worker_group.py:WorkerGroup.__init__ and applied by
-#: execution/checkpoint/sync_actor.py:SynchronizationActor.broadcast_from_rank_zero,
-#: which every report() enters). Default 60 s there too.
-COLLECTIVE_WARN_INTERVAL_S_ENV_VAR = "RAY_TRAIN_COLLECTIVE_WARN_INTERVAL_S"
-DEFAULT_COLLECTIVE_WARN_INTERVAL_S = 60.0
-
-
-def collective_warn_interval_s(environ: Mapping[str, str] = os.environ) -> float:
-    """The report-wait warning interval from the environment, as Ray reads it: a value that
-    is not a number is logged and the default used. Unlike Ray, a value <= 0 (which would
-    log without pause there) is treated the same way."""
-    raw = environ.get(COLLECTIVE_WARN_INTERVAL_S_ENV_VAR)
-    if raw is None:
-        return DEFAULT_COLLECTIVE_WARN_INTERVAL_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not value > 0:
-        logger.warning("%s=%r is not a positive number of seconds; using the default %s s.",
-                       COLLECTIVE_WARN_INTERVAL_S_ENV_VAR, raw,
-                       DEFAULT_COLLECTIVE_WARN_INTERVAL_S)
-        return DEFAULT_COLLECTIVE_WARN_INTERVAL_S
-    return value
 
 
 class Controller:
@@ -152,10 +138,10 @@ class Controller:
         backend's on_shutdown (an error it raises is logged: the run has failed already)."""
         from reference.train._exceptions import TrainingFailedError
 
-        reason = f"controller error: {type(exc).__name__}: {_one_line(str(exc))}"
+        reason = f"controller error: {type(exc).__name__}: {one_line(str(exc))}"
         if not isinstance(exc, TrainingFailedError):
             logger.exception("Error in control loop iteration: %s", exc)
-            exc = self._controller_error(exc)
+            exc = controller_error(exc)
         if isinstance(self.state, S.Running):
             self._end_attempt(self.state)
         return S.Errored(exc), reason
@@ -230,18 +216,18 @@ class Controller:
             # rendezvous port taken meanwhile): a few retries, never charged to max_failures.
             self.setup_failures += 1
             if self.setup_failures > self.setup_retries:
-                return (S.Errored(self._controller_error(exc.cause)),
+                return (S.Errored(controller_error(exc.cause)),
                         f"{exc} ({self.setup_failures} times)")
             return S.Restarting(state.attempt, exc), f"{exc}, retrying"
         except StartRejected as exc:
             self._discard(state.attempt)  # ranks that did start may have staged already
-            return (S.Errored(self._controller_error(getattr(exc, "cause", None) or exc)),
+            return (S.Errored(controller_error(getattr(exc, "cause", None) or exc)),
                     f"cannot start: {exc}")
         except GroupStartError as exc:
             self._discard(state.attempt)
             decision = self.failure_policy.decide("controller")
             if not decision.retry:
-                return S.Errored(self._controller_error(exc)), f"start failed: {decision}"
+                return S.Errored(controller_error(exc)), f"start failed: {decision}"
             return S.Restarting(state.attempt, exc), f"start failed, {decision}"
         self.setup_failures = 0
         restored = getattr(checkpoint, "path", None)
@@ -250,10 +236,11 @@ class Controller:
         self._event("attempt_start", attempt=state.attempt, world_size=decision.size,
                     checkpoint=restored)
         interval = self.scaling_policy.monitor_interval_s
-        next_check = None if interval is None else self.clock() + interval
-        return (S.Running(state.attempt, group, decision.size, next_resize_check=next_check),
-                f"attempt {state.attempt} started with {decision.size} workers "
-                f"({decision.reason})")
+        running = S.Running(state.attempt, group, decision.size, next_resize_check=None
+                            if interval is None else self.clock() + interval)
+        group.offer_inline(InlineReports(self, running))
+        return running, (f"attempt {state.attempt} started with {decision.size} workers "
+                         f"({decision.reason})")
 
     def _on_running(self, state: S.Running):
         wakeups = [*state.report_warn_at.values()]
@@ -279,7 +266,7 @@ class Controller:
                 return state, f"rank {event.rank} returned"
             error = self._end_attempt(state)
             if error is not None:
-                return S.Errored(self._controller_error(error)), "backend shutdown failed"
+                return S.Errored(controller_error(error)), "backend shutdown failed"
             return S.Finished(state.finished.get(0)), "every rank returned"
         if isinstance(event, Failed):
             return self._on_failure(state, event)
@@ -331,9 +318,7 @@ class Controller:
             hook = getattr(cb, "after_report", None)
             if hook is not None:
                 hook(run_context=None, metrics=[r.metrics for r in ordered], checkpoint=checkpoint)
-        ack = Ack(report.index, checkpoint)
-        for rank in arrived:
-            state.group.ack(rank, ack)
+        state.group.ack_all(list(arrived), Ack(report.index, checkpoint))
         what = "with a checkpoint" if checkpoint is not None else "metrics only"
         return state, f"round {report.index} consolidated ({what})"
 
@@ -364,7 +349,7 @@ class Controller:
             if isinstance(event, Failed):
                 failures.setdefault(event.rank, event)
         self._end_attempt(state)
-        error = self._worker_group_error(failures)
+        error = worker_group_error(failures)
         for cb in self.callbacks:
             hook = getattr(cb, "after_exception", None)
             if hook is not None:
@@ -379,25 +364,11 @@ class Controller:
             return S.Errored(error), f"rank {ranks} failed: {decision}"
         return S.Restarting(state.attempt, error), f"rank {ranks} failed: {decision}"
 
-    #: which FailureConfig field each budget is
-    BUDGETS = {"worker_group": "max_failures", "preemption": "max_preemption_failures",
-               "controller": "controller_failure_limit"}
-
     def _log_failure(self, state: S.Running, failures: dict, decision) -> None:
-        """Ray's `[FailurePolicy]` record, with the ranks and their causes (one line each)."""
-        causes = {rank: _one_line(f.describe()) + (", its node was preempted" if f.preempted
-                                                      else "")
-                  for rank, f in sorted(failures.items())}
-        limit = "unlimited" if decision.limit < 0 else decision.limit
-        logger.info(
-            "[FailurePolicy] %s\n  Source: %s\n  Error count: %d (max allowed: %s, "
-            "FailureConfig.%s)\n%s", "RETRY" if decision.retry else "RAISE",
-            decision.kind.replace("_", " "), decision.count, limit,
-            self.BUDGETS[decision.kind],
-            "\n".join(f"  Rank {rank} failed: {cause}" for rank, cause in causes.items()))
+        causes = log_failure(failures, decision)
         self._event("failure", attempt=state.attempt, ranks=sorted(failures),
                     cause="; ".join(f"rank {r}: {c}" for r, c in causes.items()),
-                    budget=self.BUDGETS[decision.kind], failures=decision.count,
+                    budget=BUDGETS[decision.kind], failures=decision.count,
                     limit=decision.limit, decision="retry" if decision.retry else "raise")
 
     def _check_resize(self, state: S.Running):
@@ -427,31 +398,3 @@ class Controller:
 
     def _on_resizing(self, state: S.Resizing):
         return S.Scheduling(state.attempt + 1), f"restart at the new size {state.size}"
-
-    # ------------------------------------------------------------ errors
-    @staticmethod
-    def _worker_group_error(failures: dict):
-        from reference.train._exceptions import WorkerGroupError
-
-        lines = ["Training failed due to worker errors:"]
-        for rank in sorted(failures):
-            lines.append(f"[Rank {rank} Error Snippet]\n{failures[rank].describe()}")
-        worker_failures = {
-            rank: f.error if f.error is not None else RuntimeError(f.describe())
-            for rank, f in failures.items()
-        }
-        return WorkerGroupError("\n".join(lines[1:]), worker_failures)
-
-    @staticmethod
-    def _controller_error(exc: BaseException):
-        from reference.train._exceptions import ControllerError
-
-        return ControllerError(exc)
-
-
-def _one_line(text: str) -> str:
-    """The last non-empty line of a traceback (the error), or the first of a message."""
-    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
-    if not lines:
-        return "(no detail)"
-    return lines[-1] if lines[0].startswith("Traceback") else lines[0]

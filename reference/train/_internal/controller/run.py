@@ -84,7 +84,7 @@ def run_distributed(trainer, train_fn):
 
 def _run_owned(trainer, train_fn, storage, worker_env: dict):
     from reference._runtime import ensure_cluster
-    from reference.train._internal.worker_group.simcluster_group import SimclusterGroupFactory
+    from reference.train._internal.worker_group.simcluster_factory import SimclusterGroupFactory
     from reference.train._internal.worker_group.slices import SliceRequest
 
     rc, sc = trainer.run_config, trainer.scaling_config

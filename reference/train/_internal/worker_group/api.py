@@ -208,6 +208,17 @@ class WorkerGroup(abc.ABC):
         """Answer rank's Report. Never raises for a worker that is gone or unreachable: that
         worker's failure arrives as its `Failed` event, charged like any death."""
 
+    def ack_all(self, ranks: list[int], ack: Ack) -> None:
+        """Answer every Report of one round with the same `ack` (a group may send it once
+        for all of them); as `ack`, never raises for a worker that is gone."""
+        for rank in ranks:
+            self.ack(rank, ack)
+
+    def offer_inline(self, handler) -> None:
+        """The controller's handler of the events it can handle on the thread that
+        delivers them, while it waits in `next_event` (see inbox.py). A group that
+        delivers on the controller's own thread has no thread switch to save: ignored."""
+
     @abc.abstractmethod
     def shutdown(self, graceful: bool = True) -> None:
         """Stop every worker (idempotent); the group's resources are free when it returns.

@@ -35,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import pickle
 import threading
 from typing import Any
 
@@ -90,6 +91,11 @@ class WorkerBoot:
 def unserializable_key(metrics: Any) -> str | None:
     if not isinstance(metrics, dict):
         return None
+    try:  # the common case, plain values: the C pickler takes them all at once
+        pickle.dumps(metrics, protocol=5)
+        return None
+    except Exception:  # noqa: BLE001 - then cloudpickle, which pickles more, value by value
+        pass
     for key, value in metrics.items():
         try:
             cloudpickle.dumps(value)

@@ -12,7 +12,7 @@ import pytest
 import reference
 import simcluster
 from reference.train._internal.worker_group.api import Finished, GroupSpec
-from reference.train._internal.worker_group.simcluster_group import SimclusterGroupFactory
+from reference.train._internal.worker_group.simcluster_factory import SimclusterGroupFactory
 from reference.train.backend import Backend
 
 pytestmark = pytest.mark.slow

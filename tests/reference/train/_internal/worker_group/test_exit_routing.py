@@ -17,10 +17,8 @@ import pytest
 import reference
 import reference.train as t
 from reference.train._internal.worker_group.api import Failed, GroupSpec
-from reference.train._internal.worker_group.simcluster_group import (
-    SimclusterGroup,
-    SimclusterGroupFactory,
-)
+from reference.train._internal.worker_group.simcluster_factory import SimclusterGroupFactory
+from reference.train._internal.worker_group.simcluster_group import SimclusterGroup
 from simcluster import WorkerExit
 
 
