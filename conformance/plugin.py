@@ -79,17 +79,14 @@ def pytest_configure(config):
     # Fix one Hypothesis seed for the whole run so the header can print it.
     if config.getoption("hypothesis_seed", None) is None and not hasattr(config, "workerinput"):
         config.option.hypothesis_seed = random.getrandbits(32)
-    from hypothesis import settings as hsettings
-
     if config.getoption("hypothesis_profile", None) is None:
-        hsettings.load_profile("fast")
+        __import__("hypothesis").settings.load_profile("fast")
     _STATE.update(start=time.monotonic(), checks=[], progress=None)
     address, provider = config.getoption("--ray-address"), config.getoption("--sim-provider")
-    if _checks_requested(config) and _impl_name(config) == "reference":
-        from conformance.adapters.reference_adapter import sim_provider
-
-        if sim_provider(provider) != "docker":
-            scratch.use_memory_scratch()  # before anything makes a temporary file
+    from conformance.adapters.reference_adapter import sim_provider  # light: stdlib only
+    if _checks_requested(config) and _impl_name(config) == "reference" and (
+            sim_provider(provider) != "docker"):
+        scratch.use_memory_scratch()  # before anything makes a temporary file
     node_faults = config.getoption("--allow-node-faults")
     if (address or provider or node_faults) and _checks_requested(config):
         from conformance import adapters
