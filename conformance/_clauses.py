@@ -1458,8 +1458,11 @@ ALL = [
       "prefetch_batches=..., local_shuffle_buffer_size=..., local_shuffle_seed=...) cut an "
       "epoch into batches of exactly b rows but one shorter (none with drop_last), "
       "whatever the dataset's blocks; each row comes once per epoch (all of them without "
-      "drop_last); prefetching and a local shuffle buffer change only the order (with "
-      "prefetch_batches > 1 Ray may yield the short batch before others).", "python/ray/data/iterator.py; python/ray/data/_internal/block_batching/",
+      "drop_last); prefetching changes only the order (with prefetch_batches > 1 Ray may "
+      "yield the short batch before others). With a local shuffle buffer a batch may be "
+      "short wherever the buffer runs low (Ray 2.60's ShufflingBatcher takes what its "
+      "shuffled generation holds): no batch is longer than b, and drop_last drops fewer "
+      "than b rows at the end.", "python/ray/data/iterator.py; python/ray/data/_internal/block_batching/; python/ray/data/_internal/batcher.py",
       "from_items(10 rows).repartition(3).iter_batches(batch_size=4) -> 4, 4, 2 rows",
       "A training loop sizes its steps by batch_size; a lost or repeated row biases the "
       "epoch."),

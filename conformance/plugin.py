@@ -25,6 +25,7 @@ import time
 import pytest
 
 from conformance import expectations, scratch, settings  # noqa: F401 - settings: profiles
+from conformance.fixtures import impl, impl_name, session_for_check  # noqa: F401 - fixtures
 from conformance.s3_server import s3, s3_endpoint  # noqa: F401 - fixtures for s3:// storage
 
 _STATE: dict = {}
@@ -61,12 +62,10 @@ def pytest_addoption(parser):
                          "line per check) or 'auto' (live on a terminal) (default: auto)")
 
 
-def _impl_name(config) -> str:
-    return config.getoption("--impl") or os.environ.get("TRAINSPEC_IMPL") or "reference"
 
 
 def _expectations_path(config) -> str:
-    return config.getoption("--expectations") or expectations.path_for(_impl_name(config))
+    return config.getoption("--expectations") or expectations.path_for(impl_name(config))
 
 
 def _is_check(item) -> bool:
@@ -84,7 +83,7 @@ def pytest_configure(config):
     _STATE.update(start=time.monotonic(), checks=[], progress=None)
     address, provider = config.getoption("--ray-address"), config.getoption("--sim-provider")
     from conformance.adapters.reference_adapter import sim_provider  # light: stdlib only
-    if _checks_requested(config) and _impl_name(config) == "reference" and (
+    if _checks_requested(config) and impl_name(config) == "reference" and (
             sim_provider(provider) != "docker"):
         scratch.use_memory_scratch()  # before anything makes a temporary file
     node_faults = config.getoption("--allow-node-faults")
@@ -94,7 +93,7 @@ def pytest_configure(config):
         from conformance.adapters.reference_adapter import SIM_PROVIDER_ENV
 
         try:
-            adapters.check_cluster_options(_impl_name(config), provider, address, node_faults)
+            adapters.check_cluster_options(impl_name(config), provider, address, node_faults)
         except ValueError as exc:
             raise pytest.UsageError(str(exc)) from None
         for name, value in ((RAY_ADDRESS_ENV, address), (SIM_PROVIDER_ENV, provider),
@@ -106,7 +105,7 @@ def pytest_configure(config):
         from conformance import adapters
 
         try:
-            adapters.resolve(_impl_name(config))
+            adapters.resolve(impl_name(config))
         except adapters.LOAD_ERRORS as exc:
             raise pytest.UsageError(str(exc)) from None
 
@@ -118,7 +117,7 @@ def _checks_requested(config) -> bool:
 def pytest_report_header(config):
     if not _checks_requested(config):
         return None
-    name = _impl_name(config)
+    name = impl_name(config)
     from conformance import adapters
 
     try:
@@ -189,7 +188,7 @@ def _open_progress(config, total: int) -> None:
     live = {"auto": None, "live": True, "plain": False}[style]
     stream = _own_stderr()
     _STATE["progress_stream"] = stream
-    _STATE["progress"] = Progress(total, f"conformance: {_impl_name(config)}", live=live,
+    _STATE["progress"] = Progress(total, f"conformance: {impl_name(config)}", live=live,
                                   stream=stream or sys.stderr)
 
 
@@ -247,21 +246,6 @@ def pytest_sessionfinish(session):
     stream = _STATE.pop("progress_stream", None)
     if stream is not None:
         stream.close()
-
-
-@pytest.fixture(scope="session")
-def impl(request):
-    """The adapter of the implementation under test, set up once per session."""
-    from conformance import adapters
-    from conformance.adapters.base import SetupError
-
-    adapter = adapters.load(_impl_name(request.config))
-    try:
-        adapter.setup()
-    except SetupError as exc:  # e.g. a --ray-address it cannot join
-        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
-    yield adapter
-    adapter.teardown()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -360,7 +344,7 @@ def pytest_runtest_logreport(report):
 def _build_report(config) -> dict:
     from conformance import adapters, report
 
-    name = _impl_name(config)
+    name = impl_name(config)
     try:
         adapter = adapters.load(name)
         name, version, described = adapter.name, _safe(adapter.version), adapter.describe()
@@ -392,7 +376,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             entry.xfailed += check["status"] in ("xfail", "hang")
             entry.xpassed += check["status"] == "xpass"
     for line in expectations.stale(entries):
-        tr.write_line(f"WARNING stale expectation ({_impl_name(config)}): {line}", yellow=True)
+        tr.write_line(f"WARNING stale expectation ({impl_name(config)}): {line}", yellow=True)
     folder = config.getoption("--conformance-report")
     if folder:
         paths = report_mod.write(rep, folder)

@@ -168,6 +168,10 @@ class Adapter(abc.ABC):
     def setup(self) -> None:
         """Start whatever the implementation needs (once per test session)."""
 
+    def ensure_session(self) -> None:
+        """Before each check that does not build a cluster of its own: start the default
+        session (cluster) if none is up; by default it is up from setup() on."""
+
     def teardown(self) -> None:
         """Stop it."""
 

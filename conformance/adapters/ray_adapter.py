@@ -2,9 +2,10 @@
 
 One Ray session per test session. Every fit() runs inside a `num_cpus=0` Ray task (as
 Ray's own tests do), so the driver thread stays free to add or remove nodes while it runs,
-and `ray.get(..., timeout=deadline)` turns a hang into a verdict. After a fit that raised or
-hung the session is replaced: Ray 2.60 can leak a failed worker group's resources and then
-wait forever for them.
+and `ray.get(..., timeout=deadline)` turns a hang into a verdict. After a fit that raised,
+the job's actors and placement groups still alive are removed and every resource must come
+back free within seconds, else the session is replaced (Ray 2.60 can leak a failed worker
+group's resources and then wait forever for them; `ray_jobs`); after a hang it is replaced.
 
 Multi-node clusters use `ray.cluster_utils.Cluster` with one loopback address per node
 (127.0.0.2, 127.0.0.3, ...): Ray Train groups ranks by node IP, so nodes sharing an address
@@ -16,7 +17,7 @@ someone else runs instead (`ray start --head`, KubeRay, SLURM): it connects as o
 as any driver does), never starts or stops a Ray session of its own, and sizes itself from
 the cluster's inventory. A fresh session after a failed fit is not possible there, so the
 fit's task is cancelled and every actor and placement group of this driver's job that is
-still alive is removed explicitly (`_release_job`). The checks that build clusters skip:
+still alive is removed explicitly (`ray_jobs.release_job`). The checks that build clusters skip:
 the suite adds and removes no nodes on a cluster it does not own.
 """
 
@@ -25,7 +26,9 @@ from __future__ import annotations
 import contextlib
 import faulthandler
 import os
+import signal
 import tempfile
+import threading
 import time
 from typing import Any, Callable
 
@@ -39,6 +42,7 @@ from conformance.adapters.base import (
     Unsupported,
     journal_dir_of,
 )
+from conformance.adapters.ray_jobs import inventory, release_job, released
 
 _ENV = {
     # Reports are drained once per controller poll; Ray's own tests lower the interval too.
@@ -55,7 +59,12 @@ def _node_id() -> str:
 
 
 def _run_fit_body(make_trainer: Callable[[], Any], stack_file: str, dump_after_s: float):
-    """Body of the Ray task that drives one fit(); returns ("ok", Result) or ("err", exc)."""
+    """Body of the Ray task that drives one fit(); returns ("ok", Result) or ("err", exc).
+    The task runs on its worker's main thread, where Ray 2.60's fit() installs a SIGINT
+    handler holding the fit's TrainController: the handler the worker had is put back after
+    the fit, so that the controller (and the DatasetManager it owns) ends with its last
+    handle rather than living on in this reused worker until the next fit."""
+    handler = signal.getsignal(signal.SIGINT)
     with open(stack_file, "w") as out:
         faulthandler.dump_traceback_later(dump_after_s, exit=False, file=out)
         try:
@@ -64,6 +73,8 @@ def _run_fit_body(make_trainer: Callable[[], Any], stack_file: str, dump_after_s
             return ("err", exc)
         finally:
             faulthandler.cancel_dump_traceback_later()
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGINT, handler)
 
 
 class _RayFit(FitHandle):
@@ -92,7 +103,7 @@ class _RayFit(FitHandle):
         os.unlink(self._stack_file)
         if kind == "ok":
             return Outcome(result=value, elapsed_s=elapsed)
-        self._adapter.reset()
+        self._adapter.after_failed_fit()
         return Outcome(error=value, elapsed_s=elapsed)
 
 
@@ -202,7 +213,13 @@ class RayAdapter(Adapter):
         os.environ.update(_ENV)
         if self.address:
             self._connect()
-        else:
+
+    def ensure_session(self) -> None:
+        """The local session starts at the first check (or fit) that needs it, and again
+        after a cluster check replaced it: a run of cluster checks alone starts none."""
+        import ray
+
+        if not self.address and not ray.is_initialized():
             self._init()
 
     def _init(self, address: str = "local") -> None:
@@ -233,7 +250,7 @@ class RayAdapter(Adapter):
 
         if self.address:
             with contextlib.suppress(Exception):
-                _release_job()
+                release_job()
         ray.shutdown()  # with an address: this driver disconnects, the cluster stays
         if self._cluster is not None:
             self._cluster.shutdown()
@@ -243,10 +260,17 @@ class RayAdapter(Adapter):
         import ray
 
         if self.address:
-            _release_job()
+            release_job()
             return
         ray.shutdown()
-        self._init(self._cluster.address if self._cluster is not None else "local")
+        if self._cluster is not None:
+            self._init(self._cluster.address)
+
+    def after_failed_fit(self) -> None:
+        """A fit raised: its leftovers are released; a session whose resources do not all
+        come back is replaced."""
+        if self.address or not released():
+            self.reset()
 
     # ------------------------------------------------------------ fit
     def start_fit(self, make_trainer, deadline_s: float) -> FitHandle:
@@ -256,6 +280,7 @@ class RayAdapter(Adapter):
             from conformance.adapters.ray_nodes import pin
 
             make_trainer = pin(make_trainer, self._pinned_to)
+        self.ensure_session()
         fd, stack_file = tempfile.mkstemp(prefix="trainspec-stacks-", suffix=".txt")
         os.close(fd)
         # On a cluster the suite does not own, the fit's worker process exits after the
@@ -297,7 +322,6 @@ class RayAdapter(Adapter):
             ray.shutdown()
             self._cluster.shutdown()
             self._cluster = None
-            self._init("local")
 
     def _joined_cluster(self, nodes: list[NodeSpec]):
         """The body of cluster() on a joined cluster with --allow-node-faults: `nodes` added
@@ -320,49 +344,13 @@ class RayAdapter(Adapter):
             with self.cluster(nodes) as handle:
                 yield handle
             return
-        yield _ExistingNodes(self.address, _matching_nodes(self.address, nodes))
+        from conformance.adapters.ray_nodes import ExistingNodes, matching_nodes
+
+        yield ExistingNodes(self.address, matching_nodes(self.address, nodes))
 
     @staticmethod
     def node_id_function():
         return _node_id
-
-
-class _ExistingNodes(ClusterHandle):
-    """The nodes of a cluster the suite joined that are like the ones a check asked for; it
-    changes none of them."""
-
-    existing = True
-
-    def __init__(self, address: str, nodes: list[dict]):
-        self._address, self.nodes = address, nodes
-
-    def add_node(self, spec: NodeSpec):
-        raise Unsupported(f"--ray-address {self._address}: the suite adds no nodes there")
-
-    def remove_node(self, node) -> None:
-        raise Unsupported(f"--ray-address {self._address}: the suite removes no nodes there")
-
-
-def _matching_nodes(address: str, wanted: list[NodeSpec]) -> list[dict]:
-    """One distinct alive node of the joined cluster per spec, with at least its GPUs, TPU
-    chips and custom resources; Unsupported, saying what is missing, where there is none."""
-    import ray
-
-    if any(spec.accelerator not in (None, "CUDA") for spec in wanted):
-        raise Unsupported(f"--ray-address {address}: the suite cannot tell which of the "
-                          "cluster's GPUs are AMD (Ray counts every kind as GPU)")
-    alive = [n for n in ray.nodes() if n.get("Alive")]
-    chosen: list[dict] = []
-    for spec in wanted:
-        need = {k: v for k, v in {**spec.custom_resources(), "GPU": spec.gpus}.items() if v}
-        fits = [n for n in alive if n not in chosen
-                and all(n.get("Resources", {}).get(k, 0) >= v for k, v in need.items())]
-        if not fits:
-            raise Unsupported(f"--ray-address {address}: no node of the cluster has "
-                              f"{', '.join(f'{v:g} {k}' for k, v in need.items())} for this "
-                              "check (it uses the cluster's nodes as they are)")
-        chosen.append(fits[0])
-    return chosen
 
 
 class ExternalClusterError(SetupError):
@@ -395,61 +383,3 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
         socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
     except OSError as exc:
         raise ExternalClusterError(_why_not_connected(address, exc)) from None
-
-
-def inventory() -> dict:
-    """The cluster's alive nodes and their resources, as the connected driver sees them."""
-    import ray
-
-    nodes = [n for n in ray.nodes() if n.get("Alive")]
-    return {"nodes": len(nodes),
-            "resources": {k: v for k, v in ray.cluster_resources().items()
-                          if not k.startswith("node:")},
-            "accelerators": sorted({k.removeprefix("accelerator_type:")
-                                    for n in nodes for k in n.get("Resources", {})
-                                    if k.startswith("accelerator_type:")})}
-
-
-def job_leftovers() -> tuple[list[str], list[str]]:
-    """(actors as "Class(id, state)", placement group ids) of this driver's job that are not
-    dead/removed. Detached actors are left out: they are Ray's cluster-wide services that a
-    job starts on first use and later jobs share (Ray Data's _AutoscalingCoordinatorActor),
-    not a fit's, and the suite creates none itself. Read from the GCS tables (no dashboard
-    needed)."""
-    import ray
-    from ray._private.state import state
-    from ray.core.generated import gcs_pb2
-
-    job = ray.get_runtime_context().get_job_id()
-    actors = [f"{a.get('ActorClassName')}({a_id[:8]}, {a.get('State')})"
-              for a_id, a in state.actor_table(None).items()
-              if a.get("JobID") == job and a.get("State") != "DEAD" and not a.get("IsDetached")]
-    groups = []
-    for raw in state._connect_and_get_accessor().get_placement_group_table():
-        pg = gcs_pb2.PlacementGroupTableData.FromString(raw)
-        if pg.creator_job_id.hex() == job and pg.state != gcs_pb2.PlacementGroupTableData.REMOVED:
-            groups.append(pg.placement_group_id.hex())
-    return actors, groups
-
-
-def _release_job(timeout_s: float = 30.0) -> None:
-    """Remove this driver's placement groups that are still there (which ends the actors
-    placed in them), then wait until the cluster shows none of its actors alive: the fit's
-    task was cancelled (or returned), and the actors it owned go with it. An actor is never
-    looked up by id: Ray 2.60 aborts the process for an actor handle it does not hold."""
-    from ray._raylet import PlacementGroupID
-    from ray.util.placement_group import PlacementGroup, remove_placement_group
-
-    deadline = time.monotonic() + timeout_s
-    _, groups = job_leftovers()
-    for pg_id in groups:
-        with contextlib.suppress(Exception):
-            remove_placement_group(PlacementGroup(PlacementGroupID.from_hex(pg_id)))
-    while True:
-        actors, groups = job_leftovers()
-        if not actors and not groups:
-            return
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"--ray-address: this suite's job still has actors {actors} "
-                               f"and placement groups {groups} after {timeout_s:.0f} s")
-        time.sleep(0.2)

@@ -13,6 +13,10 @@ node still up. The GCS keeps the dead nodes in its table, as it keeps any node t
 This machine must be able to host a node of the cluster: the same Ray version, and the
 head and the other nodes able to reach it (on a loopback head each node gets a loopback
 address 127.A.B.N of its own).
+
+Without `--allow-node-faults` the accelerator checks use the cluster's own nodes as they
+are: `matching_nodes` picks one like each node a check asked for, and `ExistingNodes` is
+the handle that changes none of them.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import tempfile
 import time
 import uuid
 
-from conformance.adapters.base import ClusterHandle, NodeSpec
+from conformance.adapters.base import ClusterHandle, NodeSpec, Unsupported
 
 LABEL = "trainspec.io/nodes"
 JOIN_TIMEOUT_S = 120.0
@@ -206,3 +210,41 @@ def _tail(path: str, lines: int = 3) -> str:
             return " | ".join(line.strip() for line in f.readlines()[-lines:])
     except OSError:
         return "(no log)"
+
+
+class ExistingNodes(ClusterHandle):
+    """The nodes of a cluster the suite joined that are like the ones a check asked for; it
+    changes none of them."""
+
+    existing = True
+
+    def __init__(self, address: str, nodes: list[dict]):
+        self._address, self.nodes = address, nodes
+
+    def add_node(self, spec: NodeSpec):
+        raise Unsupported(f"--ray-address {self._address}: the suite adds no nodes there")
+
+    def remove_node(self, node) -> None:
+        raise Unsupported(f"--ray-address {self._address}: the suite removes no nodes there")
+
+
+def matching_nodes(address: str, wanted: list[NodeSpec]) -> list[dict]:
+    """One distinct alive node of the joined cluster per spec, with at least its GPUs, TPU
+    chips and custom resources; Unsupported, saying what is missing, where there is none."""
+    import ray
+
+    if any(spec.accelerator not in (None, "CUDA") for spec in wanted):
+        raise Unsupported(f"--ray-address {address}: the suite cannot tell which of the "
+                          "cluster's GPUs are AMD (Ray counts every kind as GPU)")
+    alive = [n for n in ray.nodes() if n.get("Alive")]
+    chosen: list[dict] = []
+    for spec in wanted:
+        need = {k: v for k, v in {**spec.custom_resources(), "GPU": spec.gpus}.items() if v}
+        fits = [n for n in alive if n not in chosen
+                and all(n.get("Resources", {}).get(k, 0) >= v for k, v in need.items())]
+        if not fits:
+            raise Unsupported(f"--ray-address {address}: no node of the cluster has "
+                              f"{', '.join(f'{v:g} {k}' for k, v in need.items())} for this "
+                              "check (it uses the cluster's nodes as they are)")
+        chosen.append(fits[0])
+    return chosen

@@ -33,6 +33,11 @@ class FakeAdapter(Adapter):
     def start_fit(self, make_trainer, deadline_s):
         return _ThreadFit(self, make_trainer, deadline_s)
 
+    sessions = 0  # calls of ensure_session
+
+    def ensure_session(self):
+        type(self).sessions += 1
+
 def make():
     return FakeAdapter()
 '''
@@ -125,3 +130,32 @@ def test_cluster_checks_run_first_then_the_biggest_files(pytester, monkeypatch):
     order = [line.rpartition("::")[2] for line in result.stdout.lines if "::check_" in line]
     assert order == ["check_b_cluster", "check_e_cluster", "check_c_plain", "check_d_plain",
                      "check_f_plain", "check_g_plain", "check_a_plain"]
+
+
+SESSION_CHECKS = """
+import pytest
+
+@pytest.mark.cluster
+def check_a_cluster(impl):
+    assert impl.sessions == 0  # it builds a cluster of its own: no default session asked for
+
+def check_b_plain(impl):
+    assert impl.sessions == 1
+
+def check_c_plain(impl):
+    assert impl.sessions == 2
+"""
+
+
+def test_each_check_without_a_cluster_of_its_own_asks_for_the_session(pytester, monkeypatch):
+    pytester.makepyfile(fake_adapter=ADAPTER)
+    checks = pytester.path / "conformance_suite" / "checks"
+    checks.mkdir(parents=True)
+    (checks / "check_session.py").write_text(SESSION_CHECKS)
+    pytester.makeini("[pytest]\npython_files = check_*.py\npython_functions = check_*\n"
+                     "markers = cluster: starts a cluster\n")
+    monkeypatch.setenv("PYTHONPATH", str(pytester.path))
+    result = pytester.runpytest_subprocess(
+        "conformance_suite/checks/check_session.py", "--impl", "fake_adapter:make",
+        "-p", "no:cacheprovider", timeout=60)
+    result.assert_outcomes(passed=3)
