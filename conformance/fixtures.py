@@ -29,7 +29,15 @@ def impl(request):
     adapter.teardown()
 
 
+def is_check(item) -> bool:
+    """A check of the suite (a `check_*` function in a `check_*.py` file under conformance/),
+    not a test that happens to run beside the plugin."""
+    return "conformance" in str(item.path) and os.path.basename(str(item.path)).startswith(
+        "check_")
+
+
 @pytest.fixture(autouse=True)
 def session_for_check(request):
-    if "impl" in request.fixturenames and request.node.get_closest_marker("cluster") is None:
+    if (is_check(request.node) and "impl" in request.fixturenames
+            and request.node.get_closest_marker("cluster") is None):
         request.getfixturevalue("impl").ensure_session()

@@ -25,7 +25,7 @@ import time
 import pytest
 
 from conformance import expectations, scratch, settings  # noqa: F401 - settings: profiles
-from conformance.fixtures import impl, impl_name, session_for_check  # noqa: F401 - fixtures
+from conformance.fixtures import impl, impl_name, is_check, session_for_check  # noqa: F401
 from conformance.s3_server import s3, s3_endpoint  # noqa: F401 - fixtures for s3:// storage
 
 _STATE: dict = {}
@@ -68,9 +68,6 @@ def _expectations_path(config) -> str:
     return config.getoption("--expectations") or expectations.path_for(impl_name(config))
 
 
-def _is_check(item) -> bool:
-    return "conformance" in str(item.path) and os.path.basename(str(item.path)).startswith(
-        "check_")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -142,7 +139,7 @@ def _safe(fn):
 
 
 def pytest_collection_modifyitems(config, items):
-    checks = [i for i in items if _is_check(i)]
+    checks = [i for i in items if is_check(i)]
     if not checks:
         return
     items[:] = run_order(items)
@@ -165,12 +162,12 @@ def run_order(items: list) -> list:
     driver imported). Split over pytest-xdist processes file by file, in this order
     (`--dist loadfile --no-loadscope-reorder`), the big files go first and the small ones
     even out the end."""
-    marked = [i for i in items if _is_check(i) and i.get_closest_marker("cluster")]
+    marked = [i for i in items if is_check(i) and i.get_closest_marker("cluster")]
     moved = set(map(id, marked))
     rest = [i for i in items if id(i) not in moved]
     files: dict = {}
     for item in rest:
-        files.setdefault(str(item.path) if _is_check(item) else None, []).append(item)
+        files.setdefault(str(item.path) if is_check(item) else None, []).append(item)
     checks = sorted((f for f in files if f is not None), key=lambda f: -len(files[f]))
     return files.get(None, []) + marked + [i for f in checks for i in files[f]]
 
@@ -205,7 +202,7 @@ def _own_stderr():
 
 def pytest_collection_finish(session):
     if not hasattr(session.config, "workerinput"):
-        _open_progress(session.config, sum(1 for i in session.items if _is_check(i)))
+        _open_progress(session.config, sum(1 for i in session.items if is_check(i)))
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -252,7 +249,7 @@ def pytest_sessionfinish(session):
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
-    if not _is_check(item):
+    if not is_check(item):
         return
     from conformance.adapters.base import Unsupported
     from conformance.assertions import HangVerdict

@@ -202,7 +202,7 @@ class Checkpoint(metaclass=_LegacyAttributes):
                 try:
                     lock.acquire(timeout=0)
                 except filelock.Timeout:
-                    pass  # someone is copying into it again: they will clean up
+                    lock.release()  # someone is copying into it again: they will clean up
                 else:
                     try:
                         # Checked again under the lock: a user that registered after the

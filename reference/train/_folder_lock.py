@@ -16,7 +16,10 @@ removed file while a newcomer locks a fresh one.
 
 Notes: a holder leaves a short note in the file before removing it (`COPIED` when a finished
 copy is in the folder); a waiter that locked that file reads the note, which is how callers
-who waited out a copy know they need not copy again. A file left at the path (its holder
+who waited out a copy know they need not copy again. A caller that found the lock held
+(`acquire(timeout=0)` raised) and then waits (`acquire()`) waits on the file it found held,
+kept open in between: were it to open the path anew, a holder that let go in between would
+have removed the file and its note, and the caller would copy a second time. A file left at the path (its holder
 was killed) carries its note to the next holder the same way.
 """
 
@@ -67,8 +70,10 @@ def lock_path(local_dir: str) -> str:
 class FolderLock:
     """An exclusive lock on one local folder, between threads and processes of this user.
 
-    `acquire(timeout=0)` raises `filelock.Timeout` when another holder has it;
-    `acquire()` waits. After acquiring, `note` is what the holder we waited out (or a killed
+    `acquire(timeout=0)` raises `filelock.Timeout` when another holder has it (keeping
+    that holder's file open, so that an `acquire()` right after waits on it and reads its
+    note however soon the holder lets go; `release()` closes it otherwise); `acquire()`
+    waits. After acquiring, `note` is what the holder we waited out (or a killed
     one) left; `release(note)` leaves a note for those waiting on us.
     """
 
@@ -76,6 +81,7 @@ class FolderLock:
         self.path = lock_path(local_dir)
         self.note = ""
         self._fd: Optional[int] = None
+        self._held_elsewhere: Optional[int] = None
 
     @property
     def is_locked(self) -> bool:
@@ -89,14 +95,20 @@ class FolderLock:
         mode = fcntl.LOCK_EX | (fcntl.LOCK_NB if timeout == 0 else 0)
         waited = ""
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                         0o600)
+            # the file a failed acquire(timeout=0) found held, if any: waiting on that very
+            # file reads its holder's note, which a file opened anew after the holder let go
+            # (and removed it) would not hold
+            fd, self._held_elsewhere = self._held_elsewhere, None
+            if fd is None:
+                fd = os.open(self.path,
+                             os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             try:
                 fcntl.flock(fd, mode)
             except OSError as e:
-                os.close(fd)
                 if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    self._held_elsewhere = fd  # kept for a later acquire() (or release())
                     raise filelock.Timeout(self.path) from None
+                os.close(fd)
                 raise
             note = os.pread(fd, _NOTE_MAX, 0).decode("ascii", "replace").strip()
             if self._is_current(fd):
@@ -116,6 +128,11 @@ class FolderLock:
         return (at_path.st_dev, at_path.st_ino) == (held.st_dev, held.st_ino)
 
     def release(self, note: str = "") -> None:
+        """Let go of the lock, leaving `note`; on a lock not held, close the file a failed
+        acquire(timeout=0) kept open (for a caller that will not wait after all)."""
+        if self._held_elsewhere is not None:
+            os.close(self._held_elsewhere)
+            self._held_elsewhere = None
         fd, self._fd = self._fd, None
         if fd is None:
             return
@@ -129,6 +146,10 @@ class FolderLock:
                 pass
         finally:
             os.close(fd)  # drops the flock
+
+    def __del__(self) -> None:
+        if self._held_elsewhere is not None:  # a failed acquire(timeout=0), never followed up
+            os.close(self._held_elsewhere)
 
     def __enter__(self) -> FolderLock:
         return self.acquire()

@@ -188,3 +188,33 @@ def test_a_waiter_reads_the_note_its_holder_left(private_tmp, tmp_path):
         assert not os.path.exists(holder.path)
     finally:
         os.close(stale)
+
+
+def test_a_waiter_whose_holder_let_go_before_it_waited_still_reads_the_note(private_tmp,
+                                                                            tmp_path):
+    """The window between a failed acquire(timeout=0) and the acquire() that waits: the
+    holder finishes its copy and lets go (removing the file) right in it."""
+    holder, waiter = (_folder_lock.FolderLock(str(tmp_path)) for _ in range(2))
+    holder.acquire(timeout=0)
+    with pytest.raises(_folder_lock.filelock.Timeout):
+        waiter.acquire(timeout=0)
+    holder.release(_folder_lock.COPIED)
+    assert not os.path.exists(holder.path)
+    waiter.acquire()
+    assert waiter.note == _folder_lock.COPIED
+    waiter.release()
+    assert os.listdir(_folder_lock.lock_dir()) == []
+
+
+def test_a_caller_that_does_not_wait_after_all_closes_the_file_it_found_held(private_tmp,
+                                                                             tmp_path):
+    holder, other = (_folder_lock.FolderLock(str(tmp_path)) for _ in range(2))
+    holder.acquire(timeout=0)
+    before = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(_folder_lock.filelock.Timeout):
+        other.acquire(timeout=0)
+    assert len(os.listdir("/proc/self/fd")) == before + 1  # kept open for a wait
+    other.release()
+    assert len(os.listdir("/proc/self/fd")) == before
+    holder.release()
+
