@@ -18,7 +18,7 @@ def clause(*ids: str) -> Callable:
     if not ids or unknown:
         raise ValueError(
             f"clause(*ids={ids!r}): every id must be in the catalogue; unknown: {unknown!r}. "
-            "Add the clause to conformance/_clauses.py first."
+            "Add the clause to conformance/_clauses/ first."
         )
 
     def mark(fn: Callable) -> Callable:
@@ -38,7 +38,7 @@ def _load() -> dict[str, Clause]:
     table: dict[str, Clause] = {}
     for c in ALL:
         if c.id in table:
-            raise ValueError(f"duplicate clause id {c.id!r} in conformance/_clauses.py")
+            raise ValueError(f"duplicate clause id {c.id!r} in conformance/_clauses/")
         table[c.id] = c
     return table
 

@@ -1,1 +1,1 @@
-"""The checks, one module per area of the contract (see conformance/_clauses.py)."""
+"""The checks, one module per area of the contract (see conformance/_clauses/)."""

@@ -1,7 +1,8 @@
 """Ray Data as Train uses it (clauses `data.*`).
 
 The training function is `conformance.data_probe.data_probe`; every dataset row has an `id`
-column, unique in its dataset, so what each rank read is a set of ids. Five fits:
+column, unique in its dataset, so what each rank read is a set of ids. Three fits (local
+mode's two are `check_data_local`'s):
 
 - "main": TorchTrainer(num_workers=2), datasets {"train": from_items(21 rows), "valid":
   from_items(6 rows)}, DataConfig(datasets_to_split=["train"]); rank 0 enters
@@ -11,8 +12,7 @@ column, unique in its dataset, so what each rank read is a set of ids. Five fits
   DataConfig, {"train": a callable building from_items(23 rows), "eval": range(11)}; rank
   0 raises on attempt 0 once every rank has read its shards;
 - "order": DataParallelTrainer(num_workers=2), {"train": from_items(10 rows)}; rank 0 gets its
-  shard and reports before rank 1 asks for its own;
-- "local" and "local-none": num_workers=0 with two datasets (one a callable) and with none.
+  shard and reports before rank 1 asks for its own.
 """
 
 from __future__ import annotations
@@ -30,14 +30,12 @@ from conformance.scenarios import TrainerFactory, shared, workspace
 MAIN = {"workers": 2, "train": 21, "valid": 6}
 RESTART = {"workers": 2, "train": 23, "eval": 11}
 ORDER_ROWS = 10  # even: the default DataConfig splits equally, dropping a remainder
-LOCAL = {"train": 7, "lazy": 5, "lazy_first": 500}
 VALID_FIRST = 1000
 TYPE_ERROR = ("`datasets_to_split` should be a 'all' or a list of strings of dataset names. "
               "Received {type} with value {value}.")
 KEY_ERROR = ("Dataset shard for '{name}' not found. Please ensure that the dataset is passed "
              "through the Trainer `datasets` argument.")
 #: Ray's message; the clause asks only for an AssertionError that names the dataset
-LOCAL_ERROR = "Dataset shard {name} not found."
 COLLATE_ERROR = ("collate_fn cannot be used with dtypes. You should manually convert the "
                  "output Torch tensors to the desired dtype inside collate_fn.")
 
@@ -94,28 +92,6 @@ def _restart_run(impl):
         return outcome, journal, setting
 
     return shared(impl, "data-restart", build)
-
-
-def _local_run(impl, with_datasets: bool = True):
-    def build(impl):
-        d = impl.data
-
-        def datasets(j):
-            if not with_datasets:
-                return None
-            return {"train": d.from_items(data_probe.items(LOCAL["train"])),
-                    "lazy": data_probe.MakeDataset(d.__name__, j, LOCAL["lazy"],
-                                                   LOCAL["lazy_first"])}
-
-        outcome, journal = _fit(impl, "local" if with_datasets else "local-none",
-                                impl.DataParallelTrainer, 0, datasets)
-        setting = (f"{impl.name}: DataParallelTrainer(num_workers=0), datasets "
-                   + (f"{{'train': from_items({LOCAL['train']} rows), 'lazy': a callable "
-                      f"returning from_items({LOCAL['lazy']} rows)}}" if with_datasets
-                      else "None"))
-        return outcome, journal, setting
-
-    return shared(impl, "data-local" if with_datasets else "data-local-none", build)
 
 
 def _by_rank(journal: Journal, ev: str, attempt: int | None = None) -> dict:
@@ -378,36 +354,3 @@ def check_shards_after_restart(impl):
 
 
 # ------------------------------------------------------------------------ local mode
-@clause("data.local")
-def check_local_mode(impl):
-    outcome, journal, setting = _local_run(impl)
-    assertions.succeeded(outcome, setting)
-    (e,) = journal.events("local")
-    want = {"train": list(range(LOCAL["train"])),
-            "lazy": list(range(LOCAL["lazy_first"], LOCAL["lazy_first"] + LOCAL["lazy"]))}
-    for name, ids in want.items():
-        assertions.equal(e[name]["is_dataset"], True,
-                         f"get_dataset_shard({name!r}) in local mode is a Dataset "
-                         f"(got {e[name]['type']})", setting)
-        assertions.equal(sorted(e[name]["ids"]), ids,
-                         f"ids of get_dataset_shard({name!r}) in local mode (all rows)", setting)
-    assertions.equal(len(journal.events("resolved")), 1, "calls of the 'lazy' callable",
-                     setting)
-    _local_error(e["unknown"], data_probe.UNKNOWN,
-                 f"get_dataset_shard({data_probe.UNKNOWN!r}) in local mode", setting)
-    _local_error(e["no_name"], None, "get_dataset_shard() (no name) in local mode", setting)
-    outcome, journal, setting = _local_run(impl, with_datasets=False)
-    assertions.succeeded(outcome, setting)
-    (e,) = journal.events("local")
-    _local_error(e["unknown"], data_probe.UNKNOWN,
-                 f"get_dataset_shard({data_probe.UNKNOWN!r}) in local mode without datasets",
-                 setting)
-
-
-def _local_error(seen: list | None, name, what: str, setting: str) -> None:
-    """seen ([type, message] or None) is an AssertionError whose message names the dataset."""
-    __tracebackhide__ = True
-    if seen is None or seen[0] != "AssertionError" or str(name) not in str(seen[1]):
-        raise AssertionError(f"{what} raised {seen!r} (None: returned), expected an "
-                             f"AssertionError naming {str(name)!r} (Ray: "
-                             f"{LOCAL_ERROR.format(name=name)!r}) [{setting}]")
