@@ -62,12 +62,8 @@ def pytest_addoption(parser):
                          "line per check) or 'auto' (live on a terminal) (default: auto)")
 
 
-
-
 def _expectations_path(config) -> str:
     return config.getoption("--expectations") or expectations.path_for(impl_name(config))
-
-
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -75,14 +71,17 @@ def pytest_configure(config):
     # Fix one Hypothesis seed for the whole run so the header can print it.
     if config.getoption("hypothesis_seed", None) is None and not hasattr(config, "workerinput"):
         config.option.hypothesis_seed = random.getrandbits(32)
+    from hypothesis import settings as hypothesis_settings
+
     if config.getoption("hypothesis_profile", None) is None:
-        __import__("hypothesis").settings.load_profile("fast")
+        hypothesis_settings.load_profile("fast")
     _STATE.update(start=time.monotonic(), checks=[], progress=None)
     address, provider = config.getoption("--ray-address"), config.getoption("--sim-provider")
-    from conformance.adapters.reference_adapter import sim_provider  # light: stdlib only
-    if _checks_requested(config) and impl_name(config) == "reference" and (
-            sim_provider(provider) != "docker"):
-        scratch.use_memory_scratch()  # before anything makes a temporary file
+    if _checks_requested(config) and impl_name(config) == "reference":
+        from conformance.adapters.reference_adapter import sim_provider  # light: stdlib only
+
+        if sim_provider(provider) != "docker":
+            scratch.use_memory_scratch()  # before anything makes a temporary file
     node_faults = config.getoption("--allow-node-faults")
     if (address or provider or node_faults) and _checks_requested(config):
         from conformance import adapters

@@ -186,6 +186,7 @@ JOBS: dict[str, Job] = {j.name: j for j in [
 
 def _cluster(impl, fault: FaultKind):
     if fault.nodes is None:
+        impl.ensure_session()  # the default session, as a check without a cluster finds it
         return contextlib.nullcontext(None)
     return impl.cluster(list(fault.nodes))
 

@@ -16,11 +16,11 @@ removed file while a newcomer locks a fresh one.
 
 Notes: a holder leaves a short note in the file before removing it (`COPIED` when a finished
 copy is in the folder); a waiter that locked that file reads the note, which is how callers
-who waited out a copy know they need not copy again. A caller that found the lock held
-(`acquire(timeout=0)` raised) and then waits (`acquire()`) waits on the file it found held,
-kept open in between: were it to open the path anew, a holder that let go in between would
-have removed the file and its note, and the caller would copy a second time. A file left at the path (its holder
-was killed) carries its note to the next holder the same way.
+who waited out a copy know they need not copy again. A file left at the path (its holder
+was killed) carries its note to the next holder the same way. A caller that found the lock
+held (`acquire(timeout=0)` raised) and then waits (`acquire()`) waits on the file it found
+held, kept open in between: were it to open the path anew, a holder that let go in between
+would have removed the file and its note, and the caller would copy a second time.
 """
 
 from __future__ import annotations
