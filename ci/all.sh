@@ -2,15 +2,16 @@
 # Everything CI runs. Fails when any step fails (the background ones are waited for).
 # First come the README's two quick-start commands, verbatim, on this fresh checkout (read
 # from the README by ci/readme_commands.py, so the two cannot drift): the main job (the
-# suite against the reference) and the unit tests, with what the README installs. Only then
-# does ci/setup.sh add the rest (Ray, pinned versions).
-# The Ray conformance run (the longest job, mostly waits on Ray's start-up and polls) starts
-# then, in the background; beside it run the tests the README's run skipped for want of Ray
-# (ci/test.sh --after-readme), the fault matrix, the fault property, the docker provider's
-# runs and Ray's cluster checks. Its log is printed when it is done.
-# (Tried and left: Ray's suite beside the README's unit tests, from a second venv installed
-# beside the main job. On 2 cores the main job went from 161 to 487 s, every framework
-# being installed twice, and the unit tests were 17% done after 8 minutes.)
+# suite against the reference), then the unit tests, with what the README installs.
+# As soon as the second has installed and its tests start, CI's own venv (.venv-ci) is made
+# from the README's by ci/ci_venv.sh (hard links, then ci/setup.sh adds Ray and the pinned
+# versions), and Ray's conformance run (the longest job) starts in the background, beside
+# the README's unit tests. Then, beside it still: the tests the README's run skipped for
+# want of Ray (ci/test.sh --after-readme), the fault matrix, the fault property, the docker
+# provider's runs and Ray's cluster checks. Each background log is printed when it is done.
+# (Before, Ray's suite started after the README's tests: 871 s in, ending the run alone at
+# 2,251 s. A second venv installed from scratch beside the main job cost 126 s and every
+# framework twice; the hard-linked copy costs 2 s.)
 # Each step prints the seconds since the start and the machine's CPU-seconds; the unit tests
 # name their 25 slowest.
 set -euo pipefail
@@ -37,20 +38,35 @@ finish() {  # finish NAME PID LOG
 # a Docker engine for the docker provider (installed and started here if need be, stopped
 # at the end if this started it); without one the docker tests and jobs skip, saying why
 ci/docker_engine.sh start
-step "docker engine"
-python3 ci/readme_commands.py
-step "README quick start (main job, unit tests)"
-ci/setup.sh
-step "setup"
+# ccache, through which torch compiles C++ extensions when it finds one: DeepSpeed's CPU op
+# costs 70 CPU-s to build in each fresh venv, and a second or so from the cache (the tests
+# work without it, only slower)
+if ! command -v ccache >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ccache >reports/ccache.log 2>&1 ||
+      echo "ccache: not installed (see reports/ccache.log); C++ extensions build from scratch"
+  fi
+fi
+step "docker engine, ccache"
+python3 ci/readme_commands.py --only 1
+step "README command 1 (main job)"
+readme_log=reports/readme-tests.log
+python3 ci/readme_commands.py --only 2 > "$readme_log" 2>&1 &
+readme_pid=$!; pids+=("$readme_pid")
+ci/ci_venv.sh "$readme_pid"
+step "CI venv (.venv-ci, beside the README's tests)"
 
 # Ray's suite; its checks that build clusters of their own (`-m cluster`) run later
 ray_log=reports/conformance-ray.log
-.venv/bin/python -m conformance run --impl ray --out reports --progress plain \
+.venv-ci/bin/python -m conformance run --impl ray --out reports --progress plain \
   -- -m "not cluster" > "$ray_log" 2>&1 &
 ray_pid=$!; pids+=("$ray_pid")
+finish "README command 2 (unit tests, beside Ray's suite)" "$readme_pid" "$readme_log"
+[ "${#failed[@]}" = 0 ] || { printf 'failed: %s\n' "${failed[@]}"; exit 1; }
+export VENV=.venv-ci
 ci/test.sh --after-readme
 step "lint, tests that need Ray (beside Ray's suite)"
-. .venv/bin/activate
+. .venv-ci/bin/activate
 python ci/fault_matrix.py --slice ci
 python ci/fault_property.py --fits 200
 step "fault matrix and property"

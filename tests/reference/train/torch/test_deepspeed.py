@@ -5,7 +5,10 @@ resumes from it after a worker died. Needs the `deepspeed` extra and a C++ compi
 CPUs, `deepspeed.initialize` JIT-builds DeepSpeed's shared-memory collectives
 (`deepspeed_shm_comm`, g++ with OpenMP) once per TORCH_EXTENSIONS_DIR, 2 to 5 minutes on
 2 busy cores, and fails without a compiler. The module builds it (or finds it built) first,
-in a child process with a deadline of its own, so the fits' deadline counts the fits only."""
+in a child process with a deadline of its own, so the fits' deadline counts the fits only.
+A fresh venv gives every source and header a new mtime, so ninja compiles it again in each;
+where `ccache` is installed torch runs the compiler through it, which answers from what an
+earlier venv compiled out of the same sources in about a second (CI installs it)."""
 
 from __future__ import annotations
 
