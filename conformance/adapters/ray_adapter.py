@@ -47,6 +47,11 @@ from conformance.adapters.ray_jobs import inventory, release_job, released
 _ENV = {
     # Reports are drained once per controller poll; Ray's own tests lower the interval too.
     "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": "0.1",
+    # Ray 2.60 starts a PreemptionWatcher actor (a process of its own) with every worker
+    # group, to poll Ray for node drains; the suite drains no node on Ray (this adapter has
+    # no preempt_node), so the watcher would only cost a process per attempt, about a tenth
+    # of a fit's CPU. A check that drains a node must turn it back on.
+    "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER": "0",
     "RAY_DEDUP_LOGS": "0",
     "RAY_USAGE_STATS_ENABLED": "0",
 }

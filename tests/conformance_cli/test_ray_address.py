@@ -73,7 +73,9 @@ def _ray_head(home, extra=()):
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
-            proc.wait(30)
+            # a head that ran the suite can take 30 s and more to go; what it still runs
+            # is killed, and nothing of it survives (the sweep below)
+            proc.wait(5)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
         for pid in _processes_of(temp):  # what left the group (Ray daemonizes some parts)
