@@ -3,12 +3,15 @@
 # First come the README's two quick-start commands, verbatim, on this fresh checkout (read
 # from the README by ci/readme_commands.py, so the two cannot drift): the main job (the
 # suite against the reference), then the unit tests, with what the README installs.
-# As soon as the second has installed and its tests start, CI's own venv (.venv-ci) is made
+# While the second installs, the fault matrix (also on docker) and the fault property run
+# from a hard-linked copy of the first's venv (.venv-early: they need nothing the second
+# adds), on the core the install leaves idle. As soon as the second has installed and its tests start, CI's
+# own venv (.venv-ci) is made
 # from the README's by ci/ci_venv.sh (hard links, then ci/setup.sh adds Ray and the pinned
 # versions), and Ray's conformance run (the longest job) starts in the background, beside
 # the README's unit tests. Then, beside it still: the tests the README's run skipped for
-# want of Ray (ci/test.sh --after-readme), the fault matrix, the fault property, the docker
-# provider's runs and Ray's cluster checks. Each background log is printed when it is done.
+# want of Ray (ci/test.sh --after-readme), the docker provider's runs and Ray's cluster
+# checks. Each background log is printed when it is done.
 # (Before, Ray's suite started after the README's tests: 871 s in, ending the run alone at
 # 2,251 s. A second venv installed from scratch beside the main job cost 126 s and every
 # framework twice; the hard-linked copy costs 2 s.)
@@ -50,6 +53,22 @@ fi
 step "docker engine, ccache"
 python3 ci/readme_commands.py --only 1
 step "README command 1 (main job)"
+# The fault matrix (on processes, then with every node a container) and the fault property
+# need only what the first command installed: they run from a copy of its venv while the
+# second command installs (one core) and starts its tests. They mostly wait (pauses,
+# intervals, restarts): alone, 125 s and 50 CPU-s.
+ci/ci_venv.sh --copy .venv-early
+faults_log=reports/faults.log
+(
+  . .venv-early/bin/activate
+  python ci/fault_matrix.py --slice ci && python ci/fault_property.py --fits 200 || exit 1
+  if timeout 10 docker info >/dev/null 2>&1; then
+    python ci/fault_matrix.py --slice ci --sim-provider docker
+  else
+    echo "docker provider: skipped, no Docker engine answers (see reports/dockerd.log)"
+  fi
+) > "$faults_log" 2>&1 &
+faults_pid=$!; pids+=("$faults_pid")
 readme_log=reports/readme-tests.log
 python3 ci/readme_commands.py --only 2 > "$readme_log" 2>&1 &
 readme_pid=$!; pids+=("$readme_pid")
@@ -61,21 +80,19 @@ ray_log=reports/conformance-ray.log
 .venv-ci/bin/python -m conformance run --impl ray --out reports --progress plain \
   -- -m "not cluster" > "$ray_log" 2>&1 &
 ray_pid=$!; pids+=("$ray_pid")
+finish "fault matrix and property, matrix on docker (beside the README's second command)" \
+  "$faults_pid" "$faults_log"
 finish "README command 2 (unit tests, beside Ray's suite)" "$readme_pid" "$readme_log"
 [ "${#failed[@]}" = 0 ] || { printf 'failed: %s\n' "${failed[@]}"; exit 1; }
 export VENV=.venv-ci
 ci/test.sh --after-readme
 step "lint, tests that need Ray (beside Ray's suite)"
 . .venv-ci/bin/activate
-python ci/fault_matrix.py --slice ci
-python ci/fault_property.py --fits 200
-step "fault matrix and property"
-# the checks that start clusters, and the matrix slice, again with every node a container
+# the checks that start clusters, again with every node a container
 if timeout 10 docker info >/dev/null 2>&1; then
   python -m conformance run --impl reference --sim-provider docker --out reports/docker \
     --progress plain -- -m cluster
-  python ci/fault_matrix.py --slice ci --sim-provider docker
-  step "docker provider (cluster checks, matrix slice)"
+  step "docker provider (cluster checks)"
 else
   echo "docker provider: skipped, no Docker engine answers (see reports/dockerd.log)"
 fi

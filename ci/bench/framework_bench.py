@@ -94,6 +94,8 @@ def parse_args(doc: str, *, steps: int, warmup: int, quick: dict,
                         help="seconds one launch may take before its processes are killed")
     parser.add_argument("--quick", action="store_true",
                         help="a smoke test: few steps, one round (explicit options win)")
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME",
+                        help="run only this variant (repeatable; default: every one)")
     parser.add_argument("--child", choices=SIDES, help=argparse.SUPPRESS)
     parser.add_argument("--config", help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)
@@ -390,6 +392,9 @@ def run_rounds(plan: Plan, args) -> Outcome:
     """`args.rounds` rounds; in each, every variant in turn, and for each variant every
     side in turn, so the sides of a variant run within a minute or two of each other; then
     the start-up rows. Every order is reversed every other round."""
+    unknown = sorted(set(args.variant) - set(plan.variants))
+    if unknown:
+        sys.exit(f"--variant: unknown {unknown}; choose from {sorted(plan.variants)}")
     setup_environment()
     sides = list(args.sides)
     out = Outcome(sides, {}, {})
@@ -401,7 +406,8 @@ def run_rounds(plan: Plan, args) -> Outcome:
     # A variant marked "full_only" (a diagnosis, not the figure) is left out with --quick.
     variants = {name: {k: v for k, v in settings.items() if k != "full_only"}
                 for name, settings in plan.variants.items()
-                if not (args.quick and settings.get("full_only"))}
+                if not (args.quick and settings.get("full_only"))
+                and (not args.variant or name in args.variant)}
     out.results = {name: {s: [] for s in sides} for name in variants}
     startup = None if plan.startup is None else {**plan.startup, "job": "startup"}
     if startup is not None:
