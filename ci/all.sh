@@ -63,7 +63,10 @@ faults_log=reports/faults.log
   . .venv-early/bin/activate
   python ci/fault_matrix.py --slice ci && python ci/fault_property.py --fits 200 || exit 1
   if timeout 10 docker info >/dev/null 2>&1; then
-    python ci/fault_matrix.py --slice ci --sim-provider docker
+    # the docker provider's SDK (the `docker` extra, as pyproject.toml names it)
+    python -m pip install -q $(python -c "import tomllib; print(' '.join(tomllib.load(
+      open('pyproject.toml', 'rb'))['project']['optional-dependencies']['docker']))") &&
+      python ci/fault_matrix.py --slice ci --sim-provider docker
   else
     echo "docker provider: skipped, no Docker engine answers (see reports/dockerd.log)"
   fi
