@@ -27,7 +27,10 @@ cpu0=$(cpu)
 step() { echo "$1: $(( $(date +%s) - start )) s (machine CPU $(( $(cpu) - cpu0 )) s)"; }
 mkdir -p reports
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; ci/docker_engine.sh stop; }
+# a background step and everything under it (its pytest, Ray's GCS, raylet and workers),
+# children first: killing the step's own process alone left its pytest running
+killtree() { local c; for c in $(pgrep -P "$1"); do killtree "$c"; done; kill "$1" 2>/dev/null || true; }
+cleanup() { for p in "${pids[@]}"; do killtree "$p"; done; ci/docker_engine.sh stop; }
 trap cleanup EXIT
 # waits for a background step; prints its log; remembers a failure
 failed=()

@@ -10,4 +10,4 @@ VENV=${VENV:-.venv}
 python -m pip install -q --upgrade pip
 # ci/constraints.txt pins every package to the versions CI was last proven with (pip's
 # resolver need not search; regenerate with `pip freeze --exclude-editable` after a change)
-python -m pip install -q -c ci/constraints.txt -e ".[dev,torch,ray,s3,lightning,transformers,xgboost,lightgbm,jax,tensorflow,tune,deepspeed,mutation]"
+python -m pip install -q -c ci/constraints.txt -e ".[dev,torch,ray,s3,lightning,transformers,xgboost,lightgbm,jax,tensorflow,tune,tracking,deepspeed,mutation]"

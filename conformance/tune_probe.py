@@ -248,12 +248,20 @@ class TunerFactory:
     param_space: dict
     tune_config: dict
     run_config: dict
+    #: (module, class, kwargs) of callbacks built where the Tuner is (a tracker's callback
+    #: holds its client there)
+    callbacks: tuple = ()
 
     def __call__(self):
         tune = importlib.import_module(self.tune_module)
+        built = [getattr(importlib.import_module(module), name)(**kwargs)
+                 for module, name, kwargs in self.callbacks]
+        run_config = dict(self.run_config)
+        if built:
+            run_config["callbacks"] = built
         return tune.Tuner(self.trainable, param_space=self.param_space,
                           tune_config=tune.TuneConfig(**self.tune_config),
-                          run_config=tune.RunConfig(**self.run_config))
+                          run_config=tune.RunConfig(**run_config))
 
 
 @dataclasses.dataclass

@@ -66,6 +66,29 @@ CLAUSES = [
       + TUNE + "search/sample.py",
       "param_space={'x': tune.grid_search([1, 2, 3, 4]), 'nested': {'r': tune.randint(0, 5)}},"
       " TuneConfig(num_samples=2)  # 8 trials"),
+    C("tune.trial-files", "MUST", "Each trial's folder holds the files of the default loggers",
+      "Unless TUNE_DISABLE_AUTO_CALLBACK_LOGGERS=1 or RunConfig(callbacks=...) has a logger of "
+      "that class, a Tuner adds a CSV, a JSON and a TensorBoard logger callback. Each started "
+      "trial's folder then holds result.json (one JSON line per result, with its config), "
+      "progress.csv (a header of the first result's keys flattened with '/' and without "
+      "config, nested keys after the plain ones, then a row per result), params.json (the "
+      "config, json.dumps(config, indent=2, sort_keys=True)), params.pkl (the config, "
+      "pickled) and one events.out.tfevents.* file; a trial that failed has the lines and "
+      "rows of the results it reported.",
+      TUNE + "logger/csv.py; " + TUNE + "logger/json.py; " + TUNE + "logger/tensorboardx.py; "
+      + TUNE + "utils/callback.py",
+      "tuner.fit()  # <trial>/progress.csv, result.json, params.json, params.pkl, events.out.*"),
+    C("tune.mlflow-logger", "MUST", "MLflowLoggerCallback: an MLflow run per trial",
+      "air.integrations.mlflow.MLflowLoggerCallback(tracking_uri, *, experiment_name=, "
+      "tags=, ...) in RunConfig(callbacks=...) uses the experiment of that name (created if "
+      "missing) and starts an MLflow run per trial when it starts, named and tagged "
+      "trial_name after the trial, with the callback's tags. The trial's config, flattened "
+      "with '/', is logged as params (strings); every value of every result that float() "
+      "accepts (flattened, the config's values among them) is a metric at step "
+      "timesteps_total or training_iteration; the run ends FINISHED, or FAILED for a trial "
+      "that errored.",
+      "python/ray/air/integrations/mlflow.py; python/ray/air/_internal/mlflow.py",
+      "MLflowLoggerCallback('sqlite:///m.db', experiment_name='exp')"),
     C("tune.result-grid", "MUST", "ResultGrid: indexing, counts, best result, dataframe",
       "The ResultGrid of a fresh fit has one Result per trial in creation order (len, [i], "
       "iteration), num_terminated and num_errors count them, errors lists the errored "

@@ -20,7 +20,6 @@ others go on (unless `fail_fast`).
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import os
@@ -38,6 +37,7 @@ from reference.exceptions import RayActorError
 from reference.train import Checkpoint
 from reference.tune._session import TrialStart, trial_main
 from reference.tune.experiment.trial import Trial
+from reference.tune.logger.defaults import default_callbacks
 from reference.tune.stopper import as_stopper, flatten
 from reference.tune.trainable import normalize_resources
 
@@ -106,7 +106,9 @@ class TuneController:
         self.stopper = as_stopper(run_config.stop)
         self.failure_config = run_config.failure_config
         self.checkpoint_config = run_config.checkpoint_config
-        self.callbacks = list(run_config.callbacks or [])
+        # the user's, then the per-trial file loggers Ray adds (progress.csv, result.json,
+        # params.json / .pkl, TensorBoard events) unless the user passed their own
+        self.callbacks = default_callbacks(list(run_config.callbacks or []))
         self.reporter = reporter
         self.events: queue.Queue = queue.Queue()
         self.running: dict[str, _Running] = {}      # worker id -> live process
@@ -261,9 +263,10 @@ class TuneController:
         name_creator = self.tune_config.trial_name_creator
         if name_creator is not None:
             trial.custom_name = str(name_creator(trial))
+        trial.evaluated_params = {"/".join(map(str, path)): value
+                                  for path, value in _searched(self.param_space, config)}
         self.trials.append(trial)
         self.scheduler.on_trial_add(self, trial)
-        self._write_params(trial)
         return True
 
     def _bundles(self, config: dict) -> list[dict]:
@@ -400,13 +403,13 @@ class TuneController:
         trial.last_result = result
         trial.iteration = result["training_iteration"]
         trial.time_total_s = result["time_total_s"]
-        self._append_result_files(trial, result)
         if dir_name is not None:
             checkpoint = Checkpoint(os.path.join(trial.path, dir_name))
             trial.checkpoints.append((checkpoint, result))
             trial.checkpoint_index = int(dir_name.rsplit("_", 1)[1]) + 1
             self._apply_retention(trial)
             self._call("on_checkpoint", trial=trial, checkpoint=checkpoint)
+            self._call("on_trial_save", trial=trial)
         flat = flatten(result)
         stop = stop_all = False
         if self.stopper is not None:  # the trial's verdict first: stop_all may count it
@@ -529,35 +532,8 @@ class TuneController:
             getattr(cb, hook)(iteration=self.iteration, trials=self.trials, **kwargs)
 
     # -- files ------------------------------------------------------------------------------
-    def _write_params(self, trial: Trial) -> None:
-        os.makedirs(trial.path, exist_ok=True)
-        with open(os.path.join(trial.path, "params.json"), "w") as f:
-            json.dump(trial.config, f, indent=2, sort_keys=True, default=repr)
-        try:
-            import cloudpickle
-
-            with open(os.path.join(trial.path, "params.pkl"), "wb") as f:
-                cloudpickle.dump(trial.config, f)
-        except Exception:  # noqa: BLE001 - an unpicklable config only lacks params.pkl
-            logger.debug("config of %s is not picklable", trial)
-
-    def _append_result_files(self, trial: Trial, result: dict) -> None:
-        with open(os.path.join(trial.path, "result.json"), "a") as f:
-            f.write(json.dumps(result, default=repr) + "\n")
-        path = os.path.join(trial.path, "progress.csv")
-        row = {k: v for k, v in flatten(result).items()}
-        new = not os.path.exists(path)
-        if new:
-            trial.csv_fields = list(row)
-        fields = getattr(trial, "csv_fields", None) or _csv_header(path) or list(row)
-        trial.csv_fields = fields
-        with open(path, "a", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
-            if new:
-                writer.writeheader()
-            writer.writerow(row)
-
     def _write_error(self, trial: Trial) -> None:
+        os.makedirs(trial.path, exist_ok=True)  # a trial that never started has no folder yet
         with open(os.path.join(trial.path, "error.txt"), "w") as f:
             f.write(trial.error_text or "")
         try:
@@ -606,12 +582,20 @@ class TuneController:
         os.replace(staging, os.path.join(self.experiment_path, SEARCHER_STATE))
 
 
-def _csv_header(path: str) -> Optional[list]:
-    try:
-        with open(path, newline="") as f:
-            return next(csv.reader(f), None)
-    except OSError:
-        return None
+def _searched(param_space: dict, config: dict) -> list[tuple[tuple, Any]]:
+    """(path, value in `config`) of each searched leaf of `param_space` (a domain or a
+    grid_search), in the order of the space."""
+    from reference.tune.search.sample import Domain
+    from reference.tune.search.variant_generator import _leaves
+
+    pairs = []
+    for path, leaf in _leaves(param_space):
+        if isinstance(leaf, Domain) or (isinstance(leaf, dict) and set(leaf) == {"grid_search"}):
+            value: Any = config
+            for key in path:
+                value = value[key]
+            pairs.append((path, value))
+    return pairs
 
 
 def _tag(param_space: dict, config: dict) -> str:
@@ -619,27 +603,13 @@ def _tag(param_space: dict, config: dict) -> str:
     with 4 decimals, other characters than [a-zA-Z0-9_-] made `_`."""
     import re
 
-    from reference.tune.search.variant_generator import _leaves
-
     def clean(value: Any) -> str:
         if isinstance(value, float):
             return f"{value:.4f}"
         return re.sub(r"[^a-zA-Z0-9_-]+", "_", str(value)).strip("_")
 
-    from reference.tune.search.sample import Domain
-
-    pairs = []
-    for path, leaf in _leaves(param_space):
-        searched = isinstance(leaf, Domain) or (isinstance(leaf, dict)
-                                                and set(leaf) == {"grid_search"})
-        if not searched:
-            continue
-        value: Any = config
-        for key in path:
-            value = value[key]
-        pairs.append((path, value))
     return ",".join(f"{clean(path[-1])}={clean(v)}" for path, v in sorted(
-        pairs, key=lambda pair: tuple(map(str, pair[0]))))
+        _searched(param_space, config), key=lambda pair: tuple(map(str, pair[0]))))
 
 
 def max_pending_trials(search_alg, cluster) -> int:

@@ -29,5 +29,11 @@ class Callback:
     def on_checkpoint(self, iteration: int, trials: list, trial, checkpoint, **info) -> None:
         pass
 
+    def on_trial_save(self, iteration: int, trials: list, trial, **info) -> None:
+        """After `on_checkpoint`, once the trial's checkpoint is kept."""
+
+    def on_trial_restore(self, iteration: int, trials: list, trial, **info) -> None:
+        """Ray 2.60 defines it and never calls it; so does the reference."""
+
     def on_experiment_end(self, trials: list, **info) -> None:
         pass

@@ -76,12 +76,36 @@ def _frame(results: list[dict]) -> Optional[pd.DataFrame]:
     return pd.DataFrame([flatten(r) for r in results])
 
 
+def folder_frame(path: str, reported: bool) -> pd.DataFrame:
+    """A trial's results as Ray's ResultGrid reads them, from what its loggers wrote:
+    `result.json` if there is one (nested keys joined by "/"), else `progress.csv`, else
+    (the loggers were off) an empty frame and a warning; empty too when nothing was
+    `reported`."""
+    import logging
+
+    if not reported:
+        return pd.DataFrame()
+    json_path, csv_path = os.path.join(path, "result.json"), os.path.join(path, "progress.csv")
+    if os.path.exists(json_path):
+        with open(json_path) as f:
+            rows = [json.loads(line) for line in f.read().rstrip("\n").split("\n") if line]
+        return pd.json_normalize(rows, sep="/") if rows else pd.DataFrame()
+    if os.path.exists(csv_path):
+        return pd.read_csv(csv_path, dtype={"trial_id": str})
+    logging.getLogger(__name__).warning(
+        "Could not fetch metrics for %s: both result.json and progress.csv were not found "
+        "there (TUNE_DISABLE_AUTO_CALLBACK_LOGGERS=1 turns off the loggers that write them)",
+        path)
+    return pd.DataFrame()
+
+
 def trial_result(trial) -> Result:
     """The Result of a trial the controller ran."""
     metrics: dict[str, Any] = dict(trial.last_result)
     if metrics:
         metrics["experiment_tag"] = trial.experiment_tag
     return Result(metrics=metrics, checkpoint=trial.checkpoint, error=trial.error,
-                  path=trial.path, metrics_dataframe=_frame(trial.results),
+                  path=trial.path,
+                  metrics_dataframe=folder_frame(trial.path, bool(trial.last_result)),
                   best_checkpoints=list(trial.checkpoints),
                   _storage_filesystem=pyarrow.fs.LocalFileSystem(), config=trial.config)

@@ -141,6 +141,30 @@ def test_what_a_worker_wrote_before_exiting_arrives_though_the_loop_was_slow(mak
     assert "dropped" not in _worker_exit(cluster, w.id)
 
 
+#: x86-64 and aarch64 numbers of the calls a blocked send sits in (write, sendto,
+#: sendmsg, writev; aarch64: write 64, writev 66, sendto 206, sendmsg 211)
+SEND_CALLS = {"1", "20", "44", "46", "64", "66", "206", "211"}
+
+
+def _kill_inside_send(pid: int, timeout_s: float = 10.0) -> None:
+    """SIGKILL `pid` once a thread of it is blocked in a send (/proc/<pid>/task/*/syscall), so
+    part of its frame is in the socket and the rest never comes; on a loaded machine the
+    worker may take a while to get there."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        calls = set()
+        try:
+            for task in os.listdir(f"/proc/{pid}/task"):  # whichever thread sends
+                with open(f"/proc/{pid}/task/{task}/syscall") as f:
+                    calls.add(f.read().split(" ", 1)[0])
+        except OSError:
+            break
+        if calls & SEND_CALLS:
+            break
+        time.sleep(0.01)
+    os.kill(pid, signal.SIGKILL)
+
+
 @slow
 def test_a_frame_cut_short_by_a_kill_is_dropped_with_a_reason(make_cluster):
     cluster = make_cluster(NodeSpec(cpus=1))
@@ -148,7 +172,7 @@ def test_a_frame_cut_short_by_a_kill_is_dropped_with_a_reason(make_cluster):
     # The kill lands while the worker is inside its 64 MiB send (the loop, sitting in this
     # callback, reads nothing meanwhile): that frame can never be completed.
     listener = cluster.on_message(Listener(
-        {"stall": 0.3}, on_stall=lambda: os.kill(handles[0].pid, signal.SIGKILL)))
+        {"stall": 0.3}, on_stall=lambda: _kill_inside_send(handles[0].pid)))
     try:
         handles.append(cluster.start_worker(cluster.nodes[0].id, cut_short))
         exit = handles[0].wait(15)

@@ -44,6 +44,8 @@ class Trial:
         self.checkpoint_index = 0      # the next checkpoint folder's number
         self.iteration = 0             # training_iteration of the last result kept
         self.time_total_s = 0.0
+        #: the searched leaves of the config ("a/b" -> value), as TensorBoard's hparams
+        self.evaluated_params: dict = {}
 
     # -- what schedulers and searchers use ------------------------------------------------
     @property
@@ -89,7 +91,7 @@ class Trial:
             "restore_from": self.restore_from.path if self.restore_from else None,
             "num_failures": self.num_failures, "error_text": self.error_text,
             "checkpoint_index": self.checkpoint_index, "iteration": self.iteration,
-            "time_total_s": self.time_total_s,
+            "time_total_s": self.time_total_s, "evaluated_params": self.evaluated_params,
         }
 
     @classmethod
@@ -109,4 +111,5 @@ class Trial:
         trial.checkpoint_index = state["checkpoint_index"]
         trial.iteration = state["iteration"]
         trial.time_total_s = state["time_total_s"]
+        trial.evaluated_params = state.get("evaluated_params", {})
         return trial

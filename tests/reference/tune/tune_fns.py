@@ -172,3 +172,16 @@ def pbt_fn(config: dict) -> None:
         # paced so that trial processes started up to a second apart (a loaded machine)
         # still meet at the perturbation steps
         time.sleep(0.15)
+
+
+def logged(config: dict) -> None:
+    """Results of every kind a logger meets (nested, empty, strings, lists, numpy); the
+    trial with a=2 fails after its first report."""
+    import numpy as np
+
+    for i in range(3):
+        tune.report({"loss": config["a"] * (3 - i), "nested": {"x": i, "none": {}},
+                     "name": "n", "hist": [1.0, 2.0, float(i)], "half": np.float32(0.5),
+                     "flag": True})
+        if config["a"] == 2:
+            raise ValueError("trial with a=2 fails")

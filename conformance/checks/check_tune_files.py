@@ -1,0 +1,120 @@
+"""What Tune's logger callbacks leave: each trial's files, as the loggers a Tuner adds by
+itself write them (Ray 2.60: `ray/tune/logger/{csv,json,tensorboardx}.py`, added by
+`ray/tune/utils/callback.py`; read from the runs check_tune.py makes, no fit of their own),
+and the MLflow runs of `air.integrations.mlflow.MLflowLoggerCallback` in a SQLite store."""
+
+from __future__ import annotations
+
+import csv
+import glob
+import json
+import os
+import pickle
+
+import pytest
+
+from conformance import assertions, tune_probe
+from conformance.catalogue import clause
+from conformance.checks.check_tune import _errors_run, _folder, _main_run
+from conformance.tune_probe import FAIL_X, REPORTS
+
+
+def _flat(result: dict) -> list[str]:
+    """The columns progress.csv has for `result`, in Ray's flattening order: pass by pass,
+    a nested dict's keys go to the end, an empty nested dict leaves none."""
+    out = {k: v for k, v in result.items() if k != "config"}
+    while any(isinstance(v, dict) for v in out.values()):
+        nested = {k: v for k, v in out.items() if isinstance(v, dict)}
+        out = {k: v for k, v in out.items() if k not in nested}
+        for key, value in nested.items():
+            out.update({f"{key}/{sub}": v for sub, v in value.items()})
+    return list(out)
+
+
+def _trial_files(result, reports: int, setting: str) -> None:
+    what = f"trial {result.metrics.get('trial_id')}"
+    folder = result.path
+    lines = [json.loads(x) for x in open(os.path.join(folder, "result.json"))]
+    assertions.equal([x["training_iteration"] for x in lines], list(range(1, reports + 1)),
+                     f"{what}: training_iteration of each result.json line", setting)
+    assertions.equal(lines[-1]["config"], result.config,
+                     f"{what}: the config in result.json's lines", setting)
+    with open(os.path.join(folder, "progress.csv"), newline="") as f:
+        rows = list(csv.reader(f))
+    assertions.equal((rows[0], len(rows) - 1), (_flat(lines[0]), reports),
+                     f"{what}: progress.csv (header: the first result flattened, without "
+                     "config; rows: one per result)", setting)
+    with open(os.path.join(folder, "params.json")) as f:
+        text = f.read()
+    assertions.equal(text, json.dumps(result.config, indent=2, sort_keys=True),
+                     f"{what}: params.json (the config, indented by 2, keys sorted)", setting)
+    with open(os.path.join(folder, "params.pkl"), "rb") as f:
+        assertions.equal(pickle.load(f), result.config, f"{what}: params.pkl", setting)
+    events = glob.glob(os.path.join(folder, "events.out.tfevents.*"))
+    assertions.equal(len(events), 1, f"{what}: TensorBoard event files", setting)
+
+
+@clause("tune.trial-files")
+def check_trial_files(impl):
+    run = _main_run(impl)
+    for result in run.grid:
+        _trial_files(result, REPORTS, run.setting)
+    errors = _errors_run(impl)
+    for result in errors.grid:
+        failed = result.config["x"] == FAIL_X
+        _trial_files(result, 1 if failed else 2, errors.setting)  # error_trial: 2 reports
+
+
+@clause("tune.mlflow-logger")
+def check_mlflow_logger_callback(impl):
+    pytest.importorskip("mlflow")
+    pytest.importorskip("sqlalchemy")
+    from mlflow.tracking import MlflowClient
+
+    folder, journal = _folder()
+    uri = f"sqlite:///{folder}/mlflow.db"
+    root = impl.tune.__name__.split(".")[0]
+    factory = tune_probe.TunerFactory(
+        impl.tune.__name__, tune_probe.error_trial,
+        {"tune_module": impl.tune.__name__, "journal": journal,
+         "x": impl.tune.grid_search([0, 1, 2])}, {},
+        {"name": "mlflow", "storage_path": os.path.join(folder, "s")},
+        callbacks=((f"{root}.air.integrations.mlflow", "MLflowLoggerCallback",
+                    {"tracking_uri": uri, "experiment_name": "conformance",
+                     "tags": {"suite": "trainspec"}}),))
+    setting = (f"{impl.name}: Tuner(error_trial, x=grid_search([0, 1, 2]), "
+               "RunConfig(callbacks=[MLflowLoggerCallback(sqlite store, experiment_name="
+               f"'conformance', tags={{'suite': 'trainspec'}})])); x={FAIL_X} fails")
+    grid = assertions.succeeded(impl.fit(factory, max(impl.fit_deadline_s, 120.0)), setting)
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.get_experiment_by_name("conformance")
+    assertions.equal(experiment is not None, True, "the experiment 'conformance' exists",
+                     setting)
+    runs = {run.data.params.get("x"): run for run in client.search_runs(
+        [experiment.experiment_id])}
+    assertions.equal(sorted(runs), ["0", "1", "2"], "runs by param x (one per trial)",
+                     setting)
+    trial_ids = {str(r.config["x"]): r.metrics["trial_id"] for r in grid}
+    for x, run in sorted(runs.items()):
+        what = f"the run of x={x}"
+        failed = x == str(FAIL_X)
+        assertions.equal(run.data.params, {"x": x, "journal": journal,
+                                           "tune_module": impl.tune.__name__},
+                         f"{what}: params (the config, flattened, as strings)", setting)
+        tags = run.data.tags
+        assertions.equal((tags.get("suite"), tags.get("trial_name", "").endswith(
+            trial_ids[x]), run.info.run_name == tags.get("trial_name")), ("trainspec", True, True),
+            f"{what}: (tag suite, tag trial_name ends with the trial id, run name == "
+            "trial_name)", setting)
+        history = client.get_metric_history(run.info.run_id, "step")
+        assertions.equal([(m.step, m.value) for m in history],
+                         [(1, 0.0)] if failed else [(1, 0.0), (2, 1.0)],
+                         f"{what}: metric history of 'step' ((MLflow step = "
+                         "training_iteration, value))", setting)
+        metrics = set(run.data.metrics)
+        assertions.equal(({"x", "training_iteration", "time_total_s", "done",
+                           "config/x"} <= metrics, "config/journal" in metrics),
+                         (True, False), f"{what}: metrics (every value float() takes, the "
+                         f"config's among them; not strings) {sorted(metrics)}", setting)
+        assertions.equal(run.info.status, "FAILED" if failed else "FINISHED",
+                         f"{what}: status", setting)

@@ -1,0 +1,2 @@
+"""`reference.air.integrations`: experiment trackers for Train workers and Tune trials
+(`mlflow`: `setup_mlflow`, `MLflowLoggerCallback`)."""
