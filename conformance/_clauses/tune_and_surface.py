@@ -73,7 +73,7 @@ CLAUSES = [
       "progress.csv (a header of the first result's keys flattened with '/' and without "
       "config, nested keys after the plain ones, then a row per result), params.json (the "
       "config, json.dumps(config, indent=2, sort_keys=True)), params.pkl (the config, "
-      "pickled) and one events.out.tfevents.* file; a trial that failed has the lines and "
+      "pickled) and, where tensorboardX is installed, one events.out.tfevents.* file; a trial that failed has the lines and "
       "rows of the results it reported.",
       TUNE + "logger/csv.py; " + TUNE + "logger/json.py; " + TUNE + "logger/tensorboardx.py; "
       + TUNE + "utils/callback.py",
