@@ -51,7 +51,7 @@ class Result(_TrainResult):
                 error = TuneError(f.read())
         return cls(metrics=results[-1] if results else {},
                    checkpoint=best[-1][0] if best else None, error=error, path=path,
-                   metrics_dataframe=_frame(results), best_checkpoints=best,
+                   metrics_dataframe=folder_frame(path, bool(results)), best_checkpoints=best,
                    _storage_filesystem=storage_filesystem or pyarrow.fs.LocalFileSystem(),
                    config=config)
 
@@ -66,14 +66,6 @@ _AUTO_KEYS = {"timestamp", "checkpoint_dir_name", "done", "training_iteration", 
               "date", "time_this_iter_s", "time_total_s", "pid", "hostname", "node_ip",
               "config", "time_since_restore", "iterations_since_restore", "experiment_tag",
               "should_checkpoint"}
-
-
-def _frame(results: list[dict]) -> Optional[pd.DataFrame]:
-    if not results:
-        return None
-    from reference.tune.stopper import flatten
-
-    return pd.DataFrame([flatten(r) for r in results])
 
 
 def folder_frame(path: str, reported: bool) -> pd.DataFrame:

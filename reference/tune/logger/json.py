@@ -49,10 +49,12 @@ class JsonLoggerCallback(LoggerCallback):
         self._configs[trial] = config
         with open(os.path.join(trial.local_path, PARAMS_FILE), "w") as f:
             json.dump(config, f, indent=2, sort_keys=True, default=json_default)
-        try:
-            import cloudpickle
+        import cloudpickle
 
-            with open(os.path.join(trial.local_path, PARAMS_PICKLE_FILE), "wb") as f:
+        pkl = os.path.join(trial.local_path, PARAMS_PICKLE_FILE)
+        try:
+            with open(pkl, "wb") as f:
                 cloudpickle.dump(config, f)
         except Exception:  # noqa: BLE001 - an unpicklable config only lacks params.pkl
+            os.remove(pkl)  # nor does a half-written one stay
             logger.debug("the config of %s cannot be pickled", trial)
