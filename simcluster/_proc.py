@@ -174,7 +174,18 @@ def kill_descendants(roots, spare=(), sig: int = signal.SIGKILL,
             if signalled.get(pid) != table[pid][1]:
                 new.append(pid)
         if not new:
-            break
+            # A round reads the table while a hopper may stay ahead of it, and the chase
+            # finds an orphan only once its dying parents (the worker, a subreaper too) are
+            # gone: under load they may still be dying. So once the signalled are dead,
+            # the roots' children are read again; only a settled quiet round ends it.
+            if sig != signal.SIGKILL:
+                break
+            before = set(signalled.items())
+            _settle(signalled, SETTLE_S)
+            _chase(roots, spare, sig, signalled, reap=me in roots)
+            if set(signalled.items()) == before:
+                break
+            continue
         for pid in new:
             _signal_same(pid, table[pid][1], sig)
             signalled[pid] = table[pid][1]  # also if that failed: it is gone, or not ours
@@ -182,6 +193,22 @@ def kill_descendants(roots, spare=(), sig: int = signal.SIGKILL,
     if me in roots:
         _reap_signalled(signalled)
     return signalled
+
+
+#: how long a kill waits for what it SIGKILLed to die before its last look for orphans
+SETTLE_S = 2.0
+
+
+def _settle(signalled: dict[int, str], timeout_s: float) -> None:
+    """Wait (bounded) until each signalled process is dead: gone, a zombie, or its pid another
+    process's."""
+    pending = list(signalled.items())
+    deadline = time.monotonic() + timeout_s
+    while pending and time.monotonic() < deadline:
+        pending = [(pid, start) for pid, start in pending if procfs.start_time(pid) == start
+                   and procfs.state(pid) not in ("Z", "X")]
+        if pending:
+            time.sleep(0.0005)
 
 
 def _chase(roots, spare, sig: int, signalled: dict[int, str], reap: bool,

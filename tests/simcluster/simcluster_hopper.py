@@ -22,13 +22,14 @@ def new_mark() -> str:
     return f"hop{os.getpid() % 100000}x{next(_count)}"  # comm holds 15 characters
 
 
-def hop(mark: str, until: float, count_fd: int | None = None) -> None:
-    """Become the hopper (never returns); the last hop writes how many there were to
-    `count_fd`, if given."""
+def hop(mark: str, until: float, count_fd: int | None = None, min_hops: int = 0) -> None:
+    """Become the hopper (never returns): it hops until `until` and at least `min_hops` times
+    (a loaded machine hops slower), within LIFETIME_S; the last hop writes how many there
+    were to `count_fd`, if given."""
     with open("/proc/self/comm", "w") as f:
         f.write(mark)
-    hops = 0
-    while time.time() < until:
+    hops, end = 0, time.time() + LIFETIME_S
+    while (time.time() < until or hops < min_hops) and time.time() < end:
         try:
             if os.fork():
                 os._exit(0)
@@ -50,15 +51,15 @@ def hop_beside(mark: str) -> None:
     time.sleep(60)
 
 
-def hop_and_wait_children(mark: str, seconds: float) -> dict:
-    """A worker that starts a hopper for `seconds`, says so, and meanwhile waits for children
+def hop_and_wait_children(mark: str, seconds: float, min_hops: int = 0) -> dict:
+    """A worker that starts a hopper for `seconds` (and `min_hops` hops), says so, and meanwhile waits for children
     of its own (`sh -c 'exit 7'` in a loop, then a multiprocessing child exiting with 3):
     their exit statuses, the number of hops, and the pid of the hopper's first hop."""
     r, w = os.pipe()
     first = os.fork()
     if first == 0:
         os.close(r)
-        hop(mark, time.time() + seconds, w)
+        hop(mark, time.time() + seconds, w, min_hops)
     os.close(w)
     os.waitpid(first, 0)  # the first hop is ours; it exits as soon as it has forked
     worker.channel().send("hopping")

@@ -254,12 +254,12 @@ def test_a_live_hopping_rank_leaves_no_zombie_pile_and_its_children_keep_their_s
                     "its orphans' zombies until it exits (the documented fallback limit)")
     cluster = make_cluster(NodeSpec(cpus=2))
     node, mark = cluster.nodes[0], new_mark()
-    worker = cluster.start_worker(node.id, hop_and_wait_children, (mark, 1.2))
+    worker = cluster.start_worker(node.id, hop_and_wait_children, (mark, 1.2, 3 * FEW + 1))
     assert worker.channel().recv(10) == "hopping"
-    holders, most, deadline = {worker.pid, node.pid}, 0, time.monotonic() + 10
+    holders, most, deadline = {worker.pid, node.pid}, 0, time.monotonic() + 20
     while worker.exit is None and time.monotonic() < deadline:
         most = max(most, sum(ppid in holders for ppid in held_zombies(mark).values()))
-    seen = worker.wait(10)
+    seen = worker.wait(20)
     assert seen.ok, seen.traceback
     got = seen.result
     assert got["hops"] > 3 * FEW, f"the hopper hardly hopped: {got['hops']} hops"
