@@ -1,2 +1,3 @@
 """`reference.air.integrations`: experiment trackers for Train workers and Tune trials
-(`mlflow`: `setup_mlflow`, `MLflowLoggerCallback`)."""
+(`mlflow`: `setup_mlflow`, `MLflowLoggerCallback`; `wandb`: `setup_wandb`,
+`WandbLoggerCallback`)."""
