@@ -15,7 +15,6 @@ import struct
 import pytest
 import tune_fns
 
-import reference
 import reference.tune as tune
 from reference.tune.logger import (
     CSVLoggerCallback,
@@ -27,15 +26,7 @@ from reference.tune.logger import (
 from reference.tune.logger.defaults import default_callbacks
 from reference.tune.logger.logger import flatten_dict
 
-pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cluster():
-    reference.shutdown()
-    cluster = reference.init(num_cpus=2)
-    yield cluster
-    reference.shutdown()
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("cluster")]  # conftest.py
 
 
 class Seen(LoggerCallback):

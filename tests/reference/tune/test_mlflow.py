@@ -13,7 +13,6 @@ import time
 import pytest
 import tune_fns
 
-import reference
 import reference.tune as tune
 from reference.train import DataParallelTrainer, RunConfig, ScalingConfig
 
@@ -27,15 +26,7 @@ from reference.air.integrations.mlflow import (  # noqa: E402
     setup_mlflow,
 )
 
-pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cluster():
-    reference.shutdown()
-    cluster = reference.init(num_cpus=2)
-    yield cluster
-    reference.shutdown()
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("cluster")]  # conftest.py
 
 
 @pytest.fixture(scope="module")
