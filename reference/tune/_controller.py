@@ -20,22 +20,18 @@ others go on (unless `fail_fast`).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import pickle
 import queue
 import secrets
-import shutil
-import signal
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
 from reference.exceptions import RayActorError
 from reference.train import Checkpoint
-from reference.tune._session import TrialStart, trial_main
+from reference.tune._experiment_files import REFRESH_S, ExperimentFiles, _searched, _tag
+from reference.tune._trial_processes import TrialProcesses, _Dispatcher, _Running
 from reference.tune.experiment.trial import Trial
 from reference.tune.logger.defaults import default_callbacks
 from reference.tune.stopper import as_stopper, flatten
@@ -43,55 +39,8 @@ from reference.tune.trainable import normalize_resources
 
 logger = logging.getLogger(__name__)
 
-EXPERIMENT_STATE = "experiment_state.json"
-SEARCHER_STATE = "searcher_state.pkl"
-#: how often the experiment state and a terminal's table are refreshed while trials run
-REFRESH_S = 0.5
-#: how long ending a trial waits for its process to be gone
-EXIT_WAIT_S = 10.0
 
-
-class _Dispatcher:
-    """Routes a cluster endpoint's worker messages and exits to the controller that started
-    that worker (one per endpoint: the endpoint's callbacks cannot be removed)."""
-
-    _by_endpoint: dict[int, _Dispatcher] = {}
-    _lock = threading.Lock()
-
-    def __init__(self, cluster):
-        self.cluster = cluster
-        self.routes: dict[str, queue.Queue] = {}
-        cluster.on_message(self._message)
-        cluster.on_worker_exit(self._exit)
-
-    @classmethod
-    def of(cls, cluster) -> _Dispatcher:
-        with cls._lock:
-            found = cls._by_endpoint.get(id(cluster))
-            if found is None or found.cluster is not cluster:
-                found = cls._by_endpoint[id(cluster)] = cls(cluster)
-            return found
-
-    def _message(self, worker_id, obj) -> None:
-        target = self.routes.get(worker_id)
-        if target is not None:
-            target.put(("message", worker_id, obj))
-
-    def _exit(self, exit_info) -> None:
-        target = self.routes.pop(exit_info.worker_id, None)
-        if target is not None:
-            target.put(("exit", exit_info.worker_id, exit_info))
-
-
-class _Running:
-    """A trial's live process and the placement it runs in."""
-
-    def __init__(self, trial: Trial, handle, placement):
-        self.trial, self.handle, self.placement = trial, handle, placement
-        self.ended = False       # the trial told us how it ended (done / error)
-
-
-class TuneController:
+class TuneController(TrialProcesses, ExperimentFiles):
     def __init__(self, *, trainable, trainable_name: str, param_space: dict, tune_config,
                  run_config, experiment_path: str, experiment_name: str, search_alg,
                  scheduler, trials: Optional[list[Trial]] = None, reporter=None,
@@ -275,66 +224,6 @@ class TuneController:
             wanted = wanted(config)
         return normalize_resources(wanted) if wanted is not None else [{"CPU": 1.0}]
 
-    def _launch(self, trial: Trial, placement) -> None:
-        restore = trial.restore_from
-        trial.restore_from = None
-        iteration, time_total = 0, 0.0
-        if restore is not None:
-            metrics = self._checkpoint_metrics(restore)
-            iteration = metrics.get("training_iteration", 0)
-            time_total = metrics.get("time_total_s", 0.0)
-        trial.iteration, trial.time_total_s = iteration, time_total
-        start = TrialStart(
-            fn=self.trainable, config=trial.config, trial_id=trial.trial_id,
-            trial_name=getattr(trial, "custom_name", trial.name), trial_dir=trial.path,
-            experiment_name=self.experiment_name, experiment_path=self.experiment_path,
-            bundles=trial.bundles, restore_path=restore.path if restore else None,
-            checkpoint_index=trial.checkpoint_index, iteration=iteration,
-            time_total_s=time_total)
-        token = object()
-        self.starting[trial.trial_id] = token
-        self._set_status(trial, Trial.RUNNING)
-        self._call("on_trial_start", trial=trial)
-        self._pool.submit(self._start_process, trial, placement, start, token)
-
-    def _start_process(self, trial: Trial, placement, start: TrialStart, token) -> None:
-        """On a pool thread (a start waits for the fork): start the trial's process and
-        route its messages here; the loop then tells it to go."""
-        try:
-            handle = self.cluster.start_worker(
-                placement.node_ids[0], trial_main, args=(start,), bundle=placement[0],
-                env={"TUNE_ORIG_WORKING_DIR": os.getcwd()}, name=f"tune:{trial.name}",
-                # fault plans select trial processes by these ("trial=*_00001")
-                tags={"trial": trial.trial_id, "trial_name": trial.name})
-        except Exception as exc:  # noqa: BLE001 - a start that failed is a trial failure
-            self.events.put(("start_failed", None, (trial, placement, token, exc)))
-            return
-        self.dispatcher.routes[handle.id] = self.events
-        self.events.put(("started", handle.id, (trial, placement, token, handle)))
-
-    def _started(self, worker_id: str, trial: Trial, placement, token, handle) -> None:
-        proc = _Running(trial, handle, placement)
-        current = self.starting.get(trial.trial_id) is token
-        if current:
-            del self.starting[trial.trial_id]
-        if not current or trial.status != Trial.RUNNING or self._stop_all:
-            proc.ended = True  # stopped while starting: it never runs the function
-            self.ending[worker_id] = proc
-            self.cluster.kill_worker(worker_id, signal.SIGKILL)
-        else:
-            self.running[worker_id] = proc
-            self.cluster.send(worker_id, "GO")  # its process waits for this first
-        early = self._early_exits.pop(worker_id, None)
-        if early is not None:
-            self._handle("exit", worker_id, early)
-
-    def _checkpoint_metrics(self, checkpoint: Checkpoint) -> dict:
-        for trial in self.trials:
-            for ckpt, metrics in trial.checkpoints:
-                if ckpt.path == checkpoint.path:
-                    return metrics
-        return {}
-
     # -- events -----------------------------------------------------------------------------
     def _handle_events(self, timeout: float) -> None:
         try:
@@ -467,25 +356,6 @@ class TuneController:
             self._stop_everything()
 
     # -- processes --------------------------------------------------------------------------
-    def _ack_and_end(self, worker_id: str) -> None:
-        try:
-            self.cluster.send(worker_id, "ACK")
-        except Exception:  # noqa: BLE001 - it may be gone already
-            pass
-
-    def _end_process(self, trial: Trial) -> None:
-        """End the trial's process (SIGKILL unless it ended itself). Its placement is released
-        when its exit arrives, and by then the cluster has killed the Train workers the trial
-        started and released their resources (they belong to its process), so the next
-        trial's start finds them free."""
-        self.starting.pop(trial.trial_id, None)  # a start in flight is ended when it lands
-        for worker_id, proc in list(self.running.items()):
-            if proc.trial is trial:
-                del self.running[worker_id]
-                self.ending[worker_id] = proc
-                if not proc.ended:
-                    self.cluster.kill_worker(worker_id, signal.SIGKILL)
-
     def _stop_everything(self) -> None:
         self._stop_all = True
         for trial in self.trials:
@@ -495,33 +365,6 @@ class TuneController:
             elif trial.status == Trial.RUNNING:
                 self._end_process(trial)
 
-    def _shutdown(self) -> None:
-        """End every process of the experiment and wait until each is gone (with what its
-        trial started on the cluster)."""
-        self._pool.shutdown(wait=True)
-        while True:  # starts that landed after the loop ended
-            try:
-                kind, worker_id, payload = self.events.get_nowait()
-            except queue.Empty:
-                break
-            if kind == "started":
-                self.starting.clear()
-                self._started(worker_id, *payload)
-            elif kind == "start_failed":
-                payload[1].release()
-        for proc in list(self.running.values()):
-            self._end_process(proc.trial)
-        for worker_id, proc in list(self.ending.items()):
-            try:
-                proc.handle.wait(EXIT_WAIT_S)
-            except TimeoutError:
-                logger.warning("The process of trial %s did not exit within %s s.",
-                               proc.trial, EXIT_WAIT_S)
-            self.dispatcher.routes.pop(worker_id, None)
-            proc.placement.release()
-        self.ending.clear()
-        self._save()
-
     def _set_status(self, trial: Trial, status: str) -> None:
         trial.status = status
         if self.reporter:
@@ -530,86 +373,6 @@ class TuneController:
     def _call(self, hook: str, **kwargs) -> None:
         for cb in self.callbacks:
             getattr(cb, hook)(iteration=self.iteration, trials=self.trials, **kwargs)
-
-    # -- files ------------------------------------------------------------------------------
-    def _write_error(self, trial: Trial) -> None:
-        os.makedirs(trial.path, exist_ok=True)  # a trial that never started has no folder yet
-        with open(os.path.join(trial.path, "error.txt"), "w") as f:
-            f.write(trial.error_text or "")
-        try:
-            with open(os.path.join(trial.path, "error.pkl"), "wb") as f:
-                pickle.dump(trial.error, f)
-        except Exception:  # noqa: BLE001 - the text is kept either way
-            pass
-
-    def _apply_retention(self, trial: Trial) -> None:
-        keep = self.checkpoint_config.num_to_keep
-        if keep is None or len(trial.checkpoints) <= keep:
-            return
-        latest = trial.checkpoints[-1]
-        attr = self.checkpoint_config.checkpoint_score_attribute
-        ranked = list(trial.checkpoints)
-        if attr is not None:
-            sign = 1 if self.checkpoint_config.checkpoint_score_order == "max" else -1
-            ranked.sort(key=lambda pair: sign * flatten(pair[1]).get(attr, float("-inf")))
-        while len(ranked) > keep:
-            worst = next(pair for pair in ranked if pair is not latest)
-            ranked.remove(worst)
-            trial.checkpoints.remove(worst)
-            shutil.rmtree(worst[0].path, ignore_errors=True)
-
-    def _save(self, throttle: bool = False) -> None:
-        now = time.monotonic()
-        if throttle and now - self._saved_at < REFRESH_S:
-            return
-        self._saved_at = now
-        state = {"experiment_id": self.experiment_id, "timestamp": time.time(),
-                 "trials": [t.state() for t in self.trials]}
-        path = os.path.join(self.experiment_path, EXPERIMENT_STATE)
-        staging = path + ".tmp"
-        with open(staging, "w") as f:
-            json.dump(state, f, default=repr)
-        os.replace(staging, path)
-        try:
-            search_state = self.search_alg.get_state()
-        except Exception:  # noqa: BLE001 - a searcher without state restarts its search
-            return
-        staging = os.path.join(self.experiment_path, SEARCHER_STATE + ".tmp")
-        with open(staging, "wb") as f:
-            import cloudpickle
-
-            cloudpickle.dump(search_state, f)
-        os.replace(staging, os.path.join(self.experiment_path, SEARCHER_STATE))
-
-
-def _searched(param_space: dict, config: dict) -> list[tuple[tuple, Any]]:
-    """(path, value in `config`) of each searched leaf of `param_space` (a domain or a
-    grid_search), in the order of the space."""
-    from reference.tune.search.sample import Domain
-    from reference.tune.search.variant_generator import _leaves
-
-    pairs = []
-    for path, leaf in _leaves(param_space):
-        if isinstance(leaf, Domain) or (isinstance(leaf, dict) and set(leaf) == {"grid_search"}):
-            value: Any = config
-            for key in path:
-                value = value[key]
-            pairs.append((path, value))
-    return pairs
-
-
-def _tag(param_space: dict, config: dict) -> str:
-    """Ray's experiment tag: `name=value` of each searched leaf (last key), sorted, floats
-    with 4 decimals, other characters than [a-zA-Z0-9_-] made `_`."""
-    import re
-
-    def clean(value: Any) -> str:
-        if isinstance(value, float):
-            return f"{value:.4f}"
-        return re.sub(r"[^a-zA-Z0-9_-]+", "_", str(value)).strip("_")
-
-    return ",".join(f"{clean(path[-1])}={clean(v)}" for path, v in sorted(
-        _searched(param_space, config), key=lambda pair: tuple(map(str, pair[0]))))
 
 
 def max_pending_trials(search_alg, cluster) -> int:

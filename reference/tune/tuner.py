@@ -159,7 +159,7 @@ class Tuner:
         can write into is not trusted (docs/security.md)."""
         import pickle
 
-        from reference.tune._controller import EXPERIMENT_STATE, SEARCHER_STATE
+        from reference.tune._experiment_files import EXPERIMENT_STATE, SEARCHER_STATE
 
         path = os.path.abspath(os.fspath(path))
         if not cls.can_restore(path):
