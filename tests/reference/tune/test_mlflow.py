@@ -146,3 +146,24 @@ def test_errors_as_ray_gives_them(server, monkeypatch):
         setup_mlflow()
     with pytest.raises(ImportError):
         MLflowLoggerCallback()
+
+
+def test_an_unreachable_server_fails_the_fit_before_any_trial_starts(tmp_path, monkeypatch):
+    """As on Ray 2.60 (tried there with the same Tuner): the callback's setup asks the
+    server for the experiment, MLflow's HTTP client gives up after its retries
+    (MLFLOW_HTTP_REQUEST_MAX_RETRIES, 7 by default: about 250 s) and fit() raises its
+    MlflowException naming the URL; no trial has started, so none is lost."""
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    tuner = tune.Tuner(tune_fns.logged, param_space={"a": tune.grid_search([1, 2])},
+                       run_config=tune.RunConfig(
+                           name="exp", storage_path=str(tmp_path), verbose=0,
+                           callbacks=[MLflowLoggerCallback(f"http://127.0.0.1:{port}",
+                                                           experiment_name="e")]))
+    with pytest.raises(mlflow.exceptions.MlflowException,
+                       match=f"API request to http://127.0.0.1:{port}/api/2.0/mlflow/"
+                             "experiments/get-by-name failed"):
+        tuner.fit()
+    assert [p.name for p in (tmp_path / "exp").iterdir() if p.is_dir()] == []  # no trial
