@@ -21,11 +21,15 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from typing import Optional
 
 from reference.tune.logger.logger import LoggerCallback, flatten_dict
 
 logger = logging.getLogger(__name__)
+
+#: what one log_batch request may carry (MLflow's REST limits)
+_PARAMS_PER_BATCH, _METRICS_PER_BATCH = 100, 1000
 
 MISSING = "mlflow was not found - please install with `pip install mlflow`"
 
@@ -106,14 +110,26 @@ class _Tracking:
                             registry_uri=self.mlflow.get_registry_uri())
 
     def log_params(self, run_id: str, params: dict) -> None:
-        client = self.client()
-        for key, value in flatten_dict(params).items():
-            client.log_param(run_id=run_id, key=key, value=value)
+        from mlflow.entities import Param
+
+        entries = [Param(key, str(value)) for key, value in flatten_dict(params).items()]
+        self._log_batch(run_id, "params", entries, _PARAMS_PER_BATCH)
 
     def log_metrics(self, run_id: str, metrics: dict, step) -> None:
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        entries = [Metric(key, value, now, step or 0)
+                   for key, value in _floats(flatten_dict(metrics)).items()]
+        self._log_batch(run_id, "metrics", entries, _METRICS_PER_BATCH)
+
+    def _log_batch(self, run_id: str, kind: str, entries: list, size: int) -> None:
+        """One store call per `size` entries (the REST API's limits per request), where a
+        call per key cost a round trip and a transaction each: 38.8 ms per 11-metric
+        result on a SQLite store (`ci/bench/tracker_bench.py`)."""
         client = self.client()
-        for key, value in _floats(flatten_dict(metrics)).items():
-            client.log_metric(run_id=run_id, key=key, value=value, step=step)
+        for start in range(0, len(entries), size):
+            client.log_batch(run_id, **{kind: entries[start:start + size]})
 
 
 def _trial_defaults(rank_zero_only: bool):
