@@ -251,8 +251,12 @@ class TunerFactory:
     #: (module, class, kwargs) of callbacks built where the Tuner is (a tracker's callback
     #: holds its client there)
     callbacks: tuple = ()
+    #: environment variables set where the Tuner is built, for the callbacks that read
+    #: them there (WANDB_MODE); they stay set in that process
+    env: tuple = ()
 
     def __call__(self):
+        os.environ.update(dict(self.env))
         tune = importlib.import_module(self.tune_module)
         built = [getattr(importlib.import_module(module), name)(**kwargs)
                  for module, name, kwargs in self.callbacks]

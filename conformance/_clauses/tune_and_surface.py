@@ -89,6 +89,13 @@ CLAUSES = [
       "that errored.",
       "python/ray/air/integrations/mlflow.py; python/ray/air/_internal/mlflow.py",
       "MLflowLoggerCallback('sqlite:///m.db', experiment_name='exp')"),
+    C("tune.wandb-logger", "MUST", "WandbLoggerCallback: an offline W&B run per trial",
+      "air.integrations.wandb.WandbLoggerCallback(project, group, **init_kwargs) in "
+      "RunConfig(callbacks=...) starts a W&B run per trial, held off the loop, in the "
+      "trial's folder (offline runs under <trial>/wandb/), with the trial id as its id, "
+      "the trial name as its name and the given project and group.",
+      "python/ray/air/integrations/wandb.py",
+      "WandbLoggerCallback(project='p', group='g', mode='offline')"),
     C("tune.result-grid", "MUST", "ResultGrid: indexing, counts, best result, dataframe",
       "The ResultGrid of a fresh fit has one Result per trial in creation order (len, [i], "
       "iteration), num_terminated and num_errors count them, errors lists the errored "

@@ -9,9 +9,9 @@ import os
 
 import pytest
 import tune_fns
-import wandb_files
 
 import reference.tune as tune
+from conformance import wandb_runs
 from reference.train import DataParallelTrainer, RunConfig, ScalingConfig
 
 wandb = pytest.importorskip("wandb")
@@ -39,7 +39,7 @@ def test_a_run_per_trial_in_its_folder_with_config_and_every_result(cluster, tmp
         run_config=tune.RunConfig(name="wb", storage_path=str(tmp_path), callbacks=[
             WandbLoggerCallback(project="proj", excludes=["flag"])]))
     grid = tuner.fit()
-    runs = wandb_files.runs(str(tmp_path / "wb"))
+    runs = wandb_runs.runs(str(tmp_path / "wb"))
     by_id = {r["run"]["id"]: r for r in runs.values()}
     assert sorted(by_id) == sorted(r.metrics["trial_id"] for r in grid)
     for result in grid:
@@ -68,7 +68,7 @@ def test_setup_wandb_on_rank_zero_only(cluster, tmp_path):
         run_config=RunConfig(name="train-run", storage_path=str(tmp_path)))
     result = trainer.fit()
     assert result.error is None
-    (run,) = wandb_files.runs(str(tmp_path / "w")).values()  # rank 0's alone
+    (run,) = wandb_runs.runs(str(tmp_path / "w")).values()  # rank 0's alone
     assert run["run"]["group"] == "train-run" and run["run"]["project"] == "p"
     assert run["config"]["lr"] == 0.5
     assert [s["rank"] for s in run["history"]] == [0]
@@ -103,8 +103,8 @@ def test_errors_as_ray_gives_them(monkeypatch, tmp_path):
     WandbLoggerCallback(project="p", api_key_file=str(key_file)).setup()
     assert os.environ["WANDB_API_KEY"] == "k" * 40
     monkeypatch.delenv("WANDB_API_KEY")
-    monkeypatch.setenv("WANDB_SETUP_API_KEY_HOOK", "wandb_files.hook_key")
+    monkeypatch.setenv("WANDB_SETUP_API_KEY_HOOK", "tune_fns.hook_key")
     WandbLoggerCallback(project="p").setup()
-    assert os.environ["WANDB_API_KEY"] == wandb_files.HOOK_KEY
+    assert os.environ["WANDB_API_KEY"] == tune_fns.HOOK_KEY
     with pytest.warns(DeprecationWarning, match="upload_checkpoints"):
         assert WandbLoggerCallback(project="p", save_checkpoints=True).upload_checkpoints

@@ -185,3 +185,11 @@ def logged(config: dict) -> None:
                      "flag": True})
         if config["a"] == 2:
             raise ValueError("trial with a=2 fails")
+
+
+#: the key `hook_key` gives (test_wandb.py's WANDB_SETUP_API_KEY_HOOK)
+HOOK_KEY = "h" * 40
+
+
+def hook_key() -> str:
+    return HOOK_KEY

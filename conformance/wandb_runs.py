@@ -1,7 +1,15 @@
-"""Test helper: the records of a W&B run file (`run-<id>.wandb`), read with W&B's protobuf
-classes: a 7-byte header (":W&B", magic, version), then LevelDB-style log blocks of 32 KiB,
-each record a 7-byte header (CRC, length, type: full, first, middle, last) and data."""
+"""W&B's offline runs read back (the tracker checks and the tests of
+`air.integrations.wandb`): the records of a run file (`run-<id>.wandb`), read with W&B's
+protobuf classes: a 7-byte header (":W&B", magic, version), then LevelDB-style log blocks
+of 32 KiB, each record a 7-byte header (CRC, length, type: full, first, middle, last) and
+data. `runs(experiment folder)` gives each trial folder's run: id, name, group, project,
+config, history rows and summary."""
+
+from __future__ import annotations
+
+import glob
 import json
+import os
 import struct
 
 BLOCK, HEADER = 32 * 1024, 7
@@ -56,22 +64,10 @@ def read_run(path: str) -> dict:
     return out
 
 
-
 def runs(folder: str) -> dict:
     """{trial folder name: run} of the offline W&B runs under a Tune experiment folder."""
-    import glob
-    import os
-
     found = {}
     for path in sorted(glob.glob(os.path.join(folder, "*", "wandb", "offline-run-*",
                                               "run-*.wandb"))):
         found[path.split(os.sep)[-4]] = read_run(path)
     return found
-
-
-#: the key `hook_key` gives (a WANDB_SETUP_API_KEY_HOOK for the tests)
-HOOK_KEY = "h" * 40
-
-
-def hook_key() -> str:
-    return HOOK_KEY
