@@ -96,6 +96,23 @@ CLAUSES = [
       "the trial name as its name and the given project and group.",
       "python/ray/air/integrations/wandb.py",
       "WandbLoggerCallback(project='p', group='g', mode='offline')"),
+    C("tune.setup-mlflow", "MUST", "setup_mlflow in a Train worker: rank 0 alone logs",
+      "air.integrations.mlflow.setup_mlflow(config, tracking_uri=, experiment_name=, "
+      "create_experiment_if_not_exists=True, ...) in a Train worker of world rank 0 starts "
+      "an active MLflow run, logs config flattened with '/' as its params and returns the "
+      "mlflow module; on any other rank (rank_zero_only=True, the default) it returns a "
+      "stand-in whose calls do nothing, so one run holds rank 0's metrics.",
+      "python/ray/air/integrations/mlflow.py",
+      "mlflow = setup_mlflow(config, tracking_uri=uri, experiment_name='e')"),
+    C("tune.setup-wandb", "SHOULD", "setup_wandb in a Train worker: rank 0 alone logs",
+      "air.integrations.wandb.setup_wandb(config, project=, **init_kwargs) in a Train "
+      "worker of world rank 0 returns wandb.init's run with config as its config; on any "
+      "other rank (rank_zero_only=True, the default) a disabled run (wandb.init(mode="
+      "'disabled')) that writes nothing. SHOULD: what Ray 2.60's docstring promises; its "
+      "code reads the rank from Train's older session, which V2 workers lack, so there "
+      "every rank gets a real run.",
+      "python/ray/air/integrations/wandb.py",
+      "run = setup_wandb(config, project='p')"),
     C("tune.result-grid", "MUST", "ResultGrid: indexing, counts, best result, dataframe",
       "The ResultGrid of a fresh fit has one Result per trial in creation order (len, [i], "
       "iteration), num_terminated and num_errors count them, errors lists the errored "
