@@ -5,7 +5,8 @@ process accounting, charged to the step (a direct child of the command) it desce
     python ci/bench/ci_cpu.py report reports/pacct [--top 12]
 
 `record` (root, Debian's `acct` package: `accton`, `dump-acct`) turns process accounting
-on for the whole machine into `--out`, runs the command, turns it off and reports. The
+on for the whole machine into `--out`, runs the command, turns it off and reports (it
+takes the machine's accounting over: one that was on, into another file, ends). The
 kernel writes a record when a process exits, with its CPU time, parent and start time, so
 nothing is sampled and short-lived processes (a Ray actor, a pip) count in full.
 `report` prints, for each direct child of the command's root process (CI's steps: the
@@ -60,9 +61,10 @@ def find_root(procs: dict) -> int:
     return max(tops, key=tree.__getitem__)
 
 
-def report(path: str, top: int) -> None:
+def report(path: str, top: int, root: int | None = None) -> None:
     procs = read(path)
-    root = find_root(procs)
+    if root not in procs:
+        root = find_root(procs)
     t0 = procs[root]["start"]
     steps, outside = collections.Counter(), 0.0
     for pid, p in procs.items():
@@ -96,10 +98,11 @@ def record(out: str, command: list[str], top: int) -> int:
     open(out, "wb").close()
     subprocess.run(["accton", out], check=True, stdout=subprocess.DEVNULL)
     try:
-        code = subprocess.call(command)
+        child = subprocess.Popen(command)
+        code = child.wait()
     finally:
         subprocess.run(["accton", "off"], check=False, stdout=subprocess.DEVNULL)
-    report(out, top)
+    report(out, top, child.pid)  # the machine's other processes are in the file too
     return code
 
 
