@@ -5,14 +5,13 @@
 # suite against the reference), then the unit tests, with what the README installs.
 # While the second installs, the fault matrix (also on docker) and the fault property run
 # from a hard-linked copy of the first's venv (.venv-early: they need nothing the second
-# adds), on the core the install leaves idle; so do Ray's cluster checks, from a third copy
-# (.venv-ray) with Ray added. As soon as the second has installed and its tests start, CI's
+# adds), on the core the install leaves idle. As soon as the second has installed and its tests start, CI's
 # own venv (.venv-ci) is made
 # from the README's by ci/ci_venv.sh (hard links, then ci/setup.sh adds Ray and the pinned
 # versions), and Ray's conformance run (the longest job) starts in the background, beside
 # the README's unit tests. Then, beside it still: the tests the README's run skipped for
-# want of Ray (ci/test.sh --after-readme) and the docker provider's runs. Each background
-# log is printed when it is done.
+# want of Ray (ci/test.sh --after-readme), the docker provider's runs and Ray's cluster
+# checks. Each background log is printed when it is done.
 # (Before, Ray's suite started after the README's tests: 871 s in, ending the run alone at
 # 2,251 s. A second venv installed from scratch beside the main job cost 126 s and every
 # framework twice; the hard-linked copy costs 2 s.)
@@ -76,25 +75,6 @@ faults_log=reports/faults.log
   fi
 ) > "$faults_log" 2>&1 &
 faults_pid=$!; pids+=("$faults_pid")
-# Ray's cluster checks (a ray.cluster_utils cluster per check file) need Ray, torch and
-# the tune extra only: from a third copy of the first command's venv with those added
-# (ci/setup.sh's pins), they run beside the second command's install and tests, where one
-# core was idle, rather than at the end beside Ray's suite. (Accounted per step, CI used
-# 3,746 CPU-s in 2,023 s; about 200 CPU-s of idle capacity were in these first minutes.
-# Tried before, from .venv-ci at the start of Ray's suite: the two Ray runs overlapped
-# longer, 2,111 s against 2,090.)
-ray_cluster_log=reports/conformance-ray-cluster.log
-ci/ci_venv.sh --copy .venv-ray
-(
-  # the two extras' requirements as pyproject.toml names them (not `-e .`, which would
-  # build trainspec's metadata in this checkout while the second command builds it too)
-  .venv-ray/bin/python -m pip install -q -c ci/constraints.txt $(python3 -c "import tomllib
-extras = tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']
-print(' '.join(extras['ray'] + extras['tune']))") &&
-    .venv-ray/bin/python -m conformance run --impl ray --out reports/ray-cluster \
-      --progress plain -- -m cluster
-) > "$ray_cluster_log" 2>&1 &
-ray_cluster_pid=$!; pids+=("$ray_cluster_pid")
 readme_log=reports/readme-tests.log
 python3 ci/readme_commands.py --only 2 > "$readme_log" 2>&1 &
 readme_pid=$!; pids+=("$readme_pid")
@@ -122,8 +102,12 @@ if timeout 10 docker info >/dev/null 2>&1; then
 else
   echo "docker provider: skipped, no Docker engine answers (see reports/dockerd.log)"
 fi
-finish "conformance (ray, cluster checks, from .venv-ray)" "$ray_cluster_pid" \
-  "$ray_cluster_log"
+# Ray's cluster checks (ray.cluster_utils clusters, started and stopped by each check),
+# while the rest of Ray's suite may still be running. (Tried: starting them in the
+# background before the fault matrix. Both Ray runs then overlapped longer, and the whole
+# took 2,111 s and 3,908 CPU-s against 2,090 s and 3,693 this way.)
+python -m conformance run --impl ray --out reports/ray-cluster --progress plain -- -m cluster
+step "conformance (ray, cluster checks)"
 finish "conformance (ray)" "$ray_pid" "$ray_log"
 step "total"
 if [ ${#failed[@]} != 0 ]; then
